@@ -1,0 +1,1 @@
+"""samu-schema."""
