@@ -1,0 +1,84 @@
+"""Development sessions for the samu workspace, run on uv.
+
+``nox`` runs the defaults (lint, typecheck, tests); ``nox -s gpu_tests`` and ``nox -s gpu_bench``
+need a CUDA GPU. Every session installs exactly what ``uv.lock`` pins (``--frozen``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+PACKAGES = ("samu-schema", "samu-kernels", "samu-modules", "samu-bench")
+BENCH_HISTORY = "packages/samu-bench/benchmarks/history"
+
+
+def sync(session: nox.Session, *groups: str) -> None:
+    """Install the locked workspace with ``groups`` into the session's virtualenv."""
+    args = ["uv", "sync", "--frozen", "--no-default-groups"]
+    for group in groups:
+        args += ["--group", group]
+    session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff lint and format check over the whole workspace."""
+    sync(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over every package's sources."""
+    sync(session, "typecheck")
+    session.run("mypy", *(f"packages/{name}/src" for name in PACKAGES))
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """CPU tests of every package; Triton kernels run under the interpreter.
+
+    Positional arguments select packages, e.g. ``nox -s tests -- samu-schema``.
+    """
+    sync(session, "packages", "tests")
+    selected = session.posargs or PACKAGES
+    unknown = sorted(set(selected) - set(PACKAGES))
+    if unknown:
+        session.error(f"unknown package(s) {unknown}; expected some of {list(PACKAGES)}")
+    env = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    paths = [f"packages/{name}/tests" for name in selected]
+    session.run("pytest", "-m", "not gpu", *paths, env=env)
+
+
+@nox.session
+def gpu_tests(session: nox.Session) -> None:
+    """Tests marked ``gpu``: real shapes on a CUDA GPU (compiled Triton, torch.compile)."""
+    sync(session, "packages", "tests")
+    session.run("pytest", "-m", "gpu", *(f"packages/{name}/tests" for name in PACKAGES))
+
+
+@nox.session
+def gpu_bench(session: nox.Session) -> None:
+    """Benchmarks on a CUDA GPU: the kernel table, then the pytest-benchmark step suite.
+
+    Saves each run to the committed history and fails when a median regresses by more than
+    10% against the latest saved run on the same machine.
+    """
+    sync(session, "packages", "tests")
+    session.run("python", "-m", "samu_kernels.benchmark", *session.posargs)
+    history = os.path.join(session.invoked_from, BENCH_HISTORY)
+    session.run(
+        "pytest",
+        "packages/samu-bench/benchmarks",
+        f"--benchmark-storage=file://{history}",
+        "--benchmark-autosave",
+        "--benchmark-compare",
+        "--benchmark-compare-fail=median:10%",
+    )
