@@ -1,0 +1,74 @@
+"""The environment block of a result file: software, hardware and code revision."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SAMU_PACKAGES = ("samu-schema", "samu-kernels", "samu-modules", "samu-bench")
+
+
+def _command_output(command: list[str], cwd: Path | None = None) -> str | None:
+    """Stripped stdout of `command`, or None when it is missing, fails or hangs."""
+    if shutil.which(command[0]) is None:
+        return None
+    try:
+        completed = subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return completed.stdout.strip() or None
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_revision(directory: Path) -> str | None:
+    """The commit checked out in the working tree holding `directory`, `-dirty` if modified.
+
+    None when `directory` is not in a git working tree or git is missing.
+    """
+    commit = _command_output(["git", "rev-parse", "HEAD"], cwd=directory)
+    if commit is None:
+        return None
+    changes = _command_output(["git", "status", "--porcelain", "--untracked-files=no"], directory)
+    return f"{commit}-dirty" if changes else commit
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version from `nvidia-smi`, None without it."""
+    output = _command_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    return output.splitlines()[0].strip() if output else None
+
+
+def collect_environment(device: torch.device) -> dict[str, Any]:
+    """The environment block for a run on `device`.
+
+    Records torch, CUDA, GPU name, triton, driver, python, platform, device kind
+    ("cuda" or "cpu"), the git revision of the code's working tree and the samu package
+    versions; each is null where it cannot be known (gpu and cuda on a CPU run).
+    """
+    on_cuda = device.type == "cuda"
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if on_cuda else None,
+        "gpu": torch.cuda.get_device_name(device) if on_cuda else None,
+        "device": "cuda" if on_cuda else "cpu",
+        "triton": _package_version("triton"),
+        "driver": nvidia_driver() if on_cuda else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "git_revision": git_revision(Path(__file__).resolve().parent),
+        "samu_packages": {name: _package_version(name) for name in SAMU_PACKAGES},
+    }

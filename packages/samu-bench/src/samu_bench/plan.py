@@ -1,0 +1,140 @@
+"""What a run measures: cases (input and block sizes) and rows (modules timed together)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from samu_bench.errors import BenchError
+from samu_modules import BlockConfig, ResidualBlock
+
+RowKey = tuple[str, str, str | None]
+"""A row's identity in a case: (architecture, backend, controller)."""
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """The sizes of one case: input `x: [batch, length, width]`, block widths and depth."""
+
+    name: str
+    batch: int
+    length: int
+    width: int
+    rnn_width: int
+    depth: int
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise BenchError("a case name must not be empty")
+        for size in ("batch", "length", "width", "rnn_width", "depth"):
+            value = getattr(self, size)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BenchError(
+                    f"case {self.name!r}: {size} must be a positive integer, got {value!r}"
+                )
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        """Shape `(B, L, D)` of the block's input."""
+        return (self.batch, self.length, self.width)
+
+
+def build_residual_block(case: CaseSpec, row: Row, device: torch.device) -> nn.Module:
+    """The samu-modules residual block of `row` at the sizes of `case`, fp32 on `device`."""
+    config = BlockConfig(
+        width=case.width,
+        rnn_width=case.rnn_width,
+        depth=case.depth,
+        architecture=row.architecture,  # type: ignore[arg-type]  # checked by BlockConfig
+        backend=row.backend,
+        controller=row.controller,
+    )
+    return ResidualBlock(config, device=device)
+
+
+ModuleBuilder = Callable[[CaseSpec, "Row", torch.device], nn.Module]
+"""Builds the fp32 module a row times, on the given device, for a case's sizes.
+
+The module maps `x: [B, L, D]` (fp32) to an output; any output shape works."""
+
+
+COMPILED_SUFFIX = "+compile"
+"""Appended to the recorded backend of a compiled row, so eager and compiled rows of one
+backend can share a case (a row's identity is unique within a case)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One module timed in a case, identified by (architecture, backend, controller).
+
+    `compiled` wraps the module in `torch.compile` before warm-up; the row is then recorded
+    with backend `<backend>+compile` and the extra field `compiled: true`. `build_module`
+    makes the module; the default is the samu residual block, and tests or peer
+    implementations plug in their own.
+    """
+
+    architecture: str
+    backend: str
+    controller: str | None
+    compiled: bool = False
+    build_module: ModuleBuilder = field(default=build_residual_block, compare=False, repr=False)
+
+    @property
+    def recorded_backend(self) -> str:
+        """The backend name written to the result file."""
+        return self.backend + COMPILED_SUFFIX if self.compiled else self.backend
+
+    @property
+    def key(self) -> RowKey:
+        """(architecture, recorded backend, controller): unique within a case."""
+        return (self.architecture, self.recorded_backend, self.controller)
+
+    @property
+    def label(self) -> str:
+        """`architecture:backend[:controller]` of the key."""
+        return row_label(self.key)
+
+
+def row_label(key: RowKey) -> str:
+    """The command-line spelling of a row key, e.g. `samu:reference:reference`."""
+    architecture, backend, controller = key
+    return f"{architecture}:{backend}" + (f":{controller}" if controller is not None else "")
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """A case and the rows timed together in it (each key at most once)."""
+
+    case: CaseSpec
+    rows: tuple[Row, ...]
+
+    def __post_init__(self) -> None:
+        if not self.rows:
+            raise BenchError(f"case {self.case.name!r} has no rows")
+        keys = [row.key for row in self.rows]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise BenchError(
+                    f"case {self.case.name!r}: row {row_label(key)} is given twice; "
+                    "a result file holds each (architecture, backend, controller) once per case"
+                )
+
+
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """Sampling settings of a run: timed samples and warm-up steps per row, and the seed."""
+
+    samples: int = 10
+    warmup: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise BenchError(f"samples must be at least 1, got {self.samples}")
+        if self.warmup < 2:
+            raise BenchError(
+                f"warmup must be at least 2 (optimizer states and compilation), got {self.warmup}"
+            )

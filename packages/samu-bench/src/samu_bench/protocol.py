@@ -1,0 +1,187 @@
+"""The timing protocol: one case, its rows resident, warm-up, AB/BA samples, memory.
+
+See `docs/benchmarking.md` and the contract `protocol.md`. One sample is one complete
+training step: gradients cleared (set to None, the input's too), forward under bf16
+autocast, backward with a fixed random output gradient, fused AdamW step.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from samu_bench.errors import BenchError, first_line
+from samu_bench.instruments import MemoryReading, memory_meter_for, timer_for
+from samu_bench.plan import CasePlan, CaseSpec, ProtocolSettings, Row
+from samu_bench.results import case_entry, row_entry
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """Reported after every step of a case: which row, warm-up or timed sample, which one."""
+
+    case: str
+    row: str
+    phase: Literal["warmup", "sample"]
+    index: int
+
+
+StepObserver = Callable[[StepEvent], None]
+"""Called after every warm-up step and every timed sample (e.g. to advance a progress bar)."""
+
+
+def interleaved_order(row_count: int, samples: int) -> list[int]:
+    """Row indices in the order they are sampled: AB/BA.
+
+    Round k measures rows `0..row_count-1` for even k and in reverse for odd k, so every
+    row gets `samples` samples and drift falls equally on all rows.
+    """
+    order: list[int] = []
+    for round_index in range(samples):
+        rows = range(row_count)
+        order.extend(rows if round_index % 2 == 0 else reversed(rows))
+    return order
+
+
+def _random_tensor(shape: Sequence[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
+    """Standard-normal values from a seeded CPU generator (the same on every device)."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
+
+
+class ResidentRow:
+    """A row's module, fused AdamW optimizer, input and output gradient, kept for a case.
+
+    The input `x: [B, L, D]` is fp32 and requires grad; the module's parameters are fp32.
+    The fixed output gradient is drawn (seeded) at the first step, in the output's shape
+    and dtype.
+    """
+
+    def __init__(self, case: CaseSpec, row: Row, device: torch.device, seed: int) -> None:
+        torch.manual_seed(seed)
+        module = row.build_module(case, row, device)
+        trainable = [parameter for parameter in module.parameters() if parameter.requires_grad]
+        if not trainable:
+            raise BenchError(f"case {case.name!r}, row {row.label}: the module has no parameters")
+        self.row = row
+        self.parameters = sum(parameter.numel() for parameter in trainable)
+        self._module = module
+        self._forward: Callable[[torch.Tensor], torch.Tensor] = (
+            torch.compile(module) if row.compiled else module
+        )
+        self._optimizer = torch.optim.AdamW(trainable, fused=True)
+        self._device = device
+        self._seed = seed
+        self._inputs = _random_tensor(case.input_shape, seed, torch.float32).to(device)
+        self._inputs.requires_grad_(True)
+        self._output_gradient: torch.Tensor | None = None
+
+    def clear_gradients(self) -> None:
+        """Set every parameter gradient and the input's gradient to None."""
+        self._module.zero_grad(set_to_none=True)
+        self._inputs.grad = None
+
+    def forward_backward_update(self) -> None:
+        """Forward under bf16 autocast, backward with the fixed gradient, optimizer step."""
+        with torch.autocast(self._device.type, dtype=torch.bfloat16):
+            output = self._forward(self._inputs)
+        if self._output_gradient is None:
+            self._output_gradient = _random_tensor(output.shape, self._seed + 1, output.dtype).to(
+                self._device
+            )
+        torch.autograd.backward(output, self._output_gradient)
+        self._optimizer.step()
+
+    def step(self) -> None:
+        """One complete training step: clear gradients, then forward, backward and update."""
+        self.clear_gradients()
+        self.forward_backward_update()
+
+
+@contextmanager
+def _attributed_to(case: CaseSpec, row: Row) -> Iterator[None]:
+    """Turn any failure inside the block into a one-line BenchError naming case and row."""
+    try:
+        yield
+    except BenchError:
+        raise
+    except Exception as error:
+        message = first_line(str(error)) or "no message"
+        raise BenchError(
+            f"case {case.name!r}, row {row.label}: {type(error).__name__}: {message}"
+        ) from error
+
+
+def _free_cached_memory(device: torch.device) -> None:
+    """On CUDA, drop the previous case's tensors and cached blocks: a case starts afresh."""
+    if device.type == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def measure_case(
+    plan: CasePlan,
+    settings: ProtocolSettings,
+    device: torch.device,
+    observer: StepObserver | None = None,
+) -> dict[str, Any]:
+    """Time every row of a case by the protocol and return the case's result entry.
+
+    All rows are built first and stay resident; each gets `settings.warmup` untimed steps;
+    then `settings.samples` timed steps per row in AB/BA order. On CUDA a sample is timed
+    with events around the step and a synchronize; memory baselines are read just before a
+    row's first timed sample and peaks are reset before every sample. Elsewhere the clock
+    is `time.perf_counter` and the memory fields are null.
+
+    Returns:
+        A JSON-ready dict `{case, batch, length, config, rows}` of the result-file format.
+
+    Raises:
+        BenchError: a row failed to build, warm up or run (the message names it).
+    """
+    _free_cached_memory(device)
+    case = plan.case
+    timer = timer_for(device)
+    meter = memory_meter_for(device)
+
+    def report(row: Row, phase: Literal["warmup", "sample"], index: int) -> None:
+        if observer is not None:
+            observer(StepEvent(case.name, row.label, phase, index))
+
+    resident: list[ResidentRow] = []
+    for row in plan.rows:
+        with _attributed_to(case, row):
+            resident.append(ResidentRow(case, row, device, settings.seed))
+    for member in resident:
+        with _attributed_to(case, member.row):
+            for index in range(settings.warmup):
+                member.step()
+                report(member.row, "warmup", index)
+
+    samples_ms: list[list[float]] = [[] for _ in resident]
+    baselines: list[MemoryReading | None] = [None] * len(resident)
+    peaks: list[MemoryReading | None] = [None] * len(resident)
+    for row_index in interleaved_order(len(resident), settings.samples):
+        member = resident[row_index]
+        with _attributed_to(case, member.row):
+            if meter is not None:
+                if baselines[row_index] is None:
+                    baselines[row_index] = meter.current()
+                meter.reset_peak()
+            samples_ms[row_index].append(timer.time_ms(member.step))
+            if meter is not None:
+                peaks[row_index] = meter.peak().max(peaks[row_index])
+        report(member.row, "sample", len(samples_ms[row_index]) - 1)
+
+    rows = [
+        row_entry(member.row, samples, member.parameters, baseline, peak)
+        for member, samples, baseline, peak in zip(
+            resident, samples_ms, baselines, peaks, strict=True
+        )
+    ]
+    return case_entry(case, rows)

@@ -1,0 +1,74 @@
+"""The protocol and the CLI on a CUDA GPU (Triton backends, CUDA events, memory)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import samu_schema
+from samu_bench import CasePlan, CaseSpec, ProtocolSettings, default_rows, measure_case
+from samu_bench.cli import main
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+SMALL = CaseSpec(name="small", batch=2, length=301, width=256, rnn_width=320, depth=2)
+
+
+def test_default_backends_on_a_small_case() -> None:
+    device = torch.device("cuda")
+    plan = CasePlan(SMALL, default_rows(SMALL.name, on_cuda=True))
+    entry = measure_case(plan, ProtocolSettings(samples=4, warmup=3), device)
+    for row in entry["rows"]:
+        assert row["backend"] != "reference"
+        assert row["baseline_allocated_bytes"] > 0
+        assert row["peak_allocated_bytes"] >= row["baseline_allocated_bytes"]
+        assert row["peak_reserved_delta_bytes"] >= 0
+        assert len(row["optimizer_step"]["samples_ms"]) == 4
+    environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": "test"}
+    document = {
+        "schema_version": 1,
+        "protocol": {
+            "scope": "s",
+            "optimizer": "o",
+            "dtype": "d",
+            "order": "AB/BA",
+            "compile_and_optimizer_state_initialization_excluded": True,
+        },
+        "environment": environment,
+        "cases": [entry],
+    }
+    assert samu_schema.validate(document).ok
+
+
+def test_cli_run_on_gpu_writes_a_cuda_file(tmp_path: Path) -> None:
+    out = tmp_path / "gpu.json"
+    sizes = ["--batch", "1", "--length", "517", "--width", "128", "--rnn-width", "192"]
+    args = ["run", "--case", "state2048_short", *sizes, "--samples", "3", "--out", str(out)]
+    assert main(args) == 0
+    document = json.loads(out.read_text())
+    assert samu_schema.validate(document).ok
+    environment = document["environment"]
+    assert environment["device"] == "cuda"
+    assert environment["gpu"] == torch.cuda.get_device_name()
+    assert document["protocol"]["timer"] == "cuda_events"
+    [case] = document["cases"]
+    assert case["case"] == "custom"
+    assert [row["backend"] for row in case["rows"]] == [
+        "fused_grouped_prefix32_hierarchical_chunk16",
+        "fused_output_fused_write_shared_sfu_chunk32",
+    ]
+
+
+def test_compiled_rows_on_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "compiled.json"
+    args = ["run", "--case", "state2048_short", "--batch", "1", "--length", "256"]
+    args += ["--width", "128", "--rnn-width", "128", "--compile", "--samples", "2"]
+    assert main([*args, "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["cases"][0]["rows"]
+    assert all(row["compiled"] for row in rows)

@@ -1,0 +1,287 @@
+"""The protocol on CPU: AB/BA order, warm-up exclusion, step contents, memory accounting."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import pytest
+import torch
+from torch import nn
+
+import samu_schema
+from samu_bench import (
+    BenchError,
+    CasePlan,
+    CaseSpec,
+    ProtocolSettings,
+    Row,
+    StepEvent,
+    interleaved_order,
+    measure_case,
+    result_document,
+)
+from samu_bench import protocol as protocol_module
+from samu_bench.instruments import MemoryReading
+
+CPU = torch.device("cpu")
+
+
+class RecordingModule(nn.Module):
+    """A linear map that logs every forward and checks that gradients were cleared."""
+
+    def __init__(self, name: str, width: int, log: list[str]) -> None:
+        super().__init__()
+        self.name = name
+        self.linear = nn.Linear(width, width)
+        self.log = log
+        self.gradients_seen: list[torch.Tensor] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        assert x.grad is None, "the input gradient must be cleared before each step"
+        assert all(parameter.grad is None for parameter in self.parameters())
+        assert torch.is_autocast_enabled(x.device.type)
+        self.log.append(self.name)
+        output: torch.Tensor = self.linear(x)
+        output.register_hook(  # type: ignore[no-untyped-call]
+            lambda gradient: self.gradients_seen.append(gradient.clone())
+        )
+        return output
+
+
+class Recorder:
+    """Makes rows of `RecordingModule`s that share one forward log."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.modules: dict[str, RecordingModule] = {}
+
+    def row(self, name: str, *, compiled: bool = False) -> Row:
+        """A row (architecture "test", backend `name`) building a `RecordingModule`."""
+
+        def build(case: CaseSpec, row: Row, device: torch.device) -> nn.Module:
+            module = RecordingModule(name, case.width, self.log).to(device)
+            self.modules[name] = module
+            return module
+
+        return Row("test", name, None, compiled=compiled, build_module=build)
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    """A fresh `Recorder`."""
+    return Recorder()
+
+
+@pytest.mark.parametrize(
+    ("rows", "samples", "expected"),
+    [
+        (2, 4, [0, 1, 1, 0, 0, 1, 1, 0]),
+        (3, 3, [0, 1, 2, 2, 1, 0, 0, 1, 2]),
+        (1, 3, [0, 0, 0]),
+        (4, 1, [0, 1, 2, 3]),
+    ],
+)
+def test_interleaved_order_is_ab_ba(rows: int, samples: int, expected: list[int]) -> None:
+    order = interleaved_order(rows, samples)
+    assert order == expected
+    assert all(order.count(row) == samples for row in range(rows))
+
+
+class CountingTimer:
+    """Runs the step and returns 1, 2, 3, ... ms in call order."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+
+    def time_ms(self, step: Callable[[], None]) -> float:
+        step()
+        return float(next(self._next))
+
+
+class ScriptedMeter:
+    """Logs baseline reads and peak resets; peaks come from a script."""
+
+    def __init__(self, log: list[str], peaks: Iterator[MemoryReading]) -> None:
+        self._log = log
+        self._peaks = peaks
+
+    def current(self) -> MemoryReading:
+        self._log.append("baseline")
+        return MemoryReading(1000, 2000)
+
+    def reset_peak(self) -> None:
+        self._log.append("reset")
+
+    def peak(self) -> MemoryReading:
+        return next(self._peaks)
+
+
+def test_warmup_is_untimed_and_samples_interleave(
+    tiny_case: CaseSpec, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(protocol_module, "timer_for", lambda device: CountingTimer())
+    events: list[StepEvent] = []
+    plan = CasePlan(tiny_case, (recorder.row("a"), recorder.row("b")))
+    entry = measure_case(plan, ProtocolSettings(samples=3, warmup=2), CPU, events.append)
+
+    assert recorder.log == ["a", "a", "b", "b", "a", "b", "b", "a", "a", "b"]
+    samples = {row["backend"]: row["optimizer_step"]["samples_ms"] for row in entry["rows"]}
+    assert samples == {"a": [1.0, 4.0, 5.0], "b": [2.0, 3.0, 6.0]}
+    phases = [(event.row, event.phase, event.index) for event in events]
+    assert phases[:4] == [
+        ("test:a", "warmup", 0),
+        ("test:a", "warmup", 1),
+        ("test:b", "warmup", 0),
+        ("test:b", "warmup", 1),
+    ]
+    assert phases[4:] == [
+        ("test:a", "sample", 0),
+        ("test:b", "sample", 0),
+        ("test:b", "sample", 1),
+        ("test:a", "sample", 1),
+        ("test:a", "sample", 2),
+        ("test:b", "sample", 2),
+    ]
+
+
+def test_statistics_come_from_summarize(tiny_case: CaseSpec, recorder: Recorder) -> None:
+    plan = CasePlan(tiny_case, (recorder.row("a"),))
+    entry = measure_case(plan, ProtocolSettings(samples=5, warmup=2), CPU)
+    step = entry["rows"][0]["optimizer_step"]
+    assert len(step["samples_ms"]) == 5
+    assert all(sample > 0 for sample in step["samples_ms"])
+    assert step == samu_schema.summarize(step["samples_ms"]).model_dump(mode="json")
+
+
+def test_step_uses_fixed_output_gradient_and_updates_parameters(
+    tiny_case: CaseSpec, recorder: Recorder
+) -> None:
+    plan = CasePlan(tiny_case, (recorder.row("a"),))
+    torch.manual_seed(0)
+    measure_case(plan, ProtocolSettings(samples=2, warmup=2), CPU)
+    module = recorder.modules["a"]
+    assert len(module.gradients_seen) == 4
+    first = module.gradients_seen[0]
+    assert first.shape == (tiny_case.batch, tiny_case.length, tiny_case.width)
+    assert torch.count_nonzero(first) == first.numel()
+    for gradient in module.gradients_seen[1:]:
+        assert torch.equal(gradient, first)
+    assert module.linear.weight.grad is not None  # the last step's gradients stay
+
+
+def test_cpu_case_has_null_memory_and_counts_parameters(
+    tiny_case: CaseSpec, recorder: Recorder
+) -> None:
+    entry = measure_case(
+        CasePlan(tiny_case, (recorder.row("a"),)), ProtocolSettings(samples=2), CPU
+    )
+    row = entry["rows"][0]
+    memory_fields = [key for key in row if key.endswith("_bytes")]
+    assert len(memory_fields) == 6
+    assert all(row[key] is None for key in memory_fields)
+    assert row["parameters"] == tiny_case.width * tiny_case.width + tiny_case.width
+    assert row["compiled"] is False
+    assert entry["config"] == {"width": 24, "rnn_width": 32, "depth": 2}
+
+
+def test_memory_accounting_order_and_peaks(
+    tiny_case: CaseSpec, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    peaks = iter(
+        [
+            MemoryReading(1500, 2100),  # a, sample 0
+            MemoryReading(1700, 2000),  # b, sample 0
+            MemoryReading(1600, 2600),  # b, sample 1
+            MemoryReading(1400, 2300),  # a, sample 1
+        ]
+    )
+    meter = ScriptedMeter(recorder.log, peaks)
+    monkeypatch.setattr(protocol_module, "memory_meter_for", lambda device: meter)
+    plan = CasePlan(tiny_case, (recorder.row("a"), recorder.row("b")))
+    entry = measure_case(plan, ProtocolSettings(samples=2, warmup=2), CPU)
+
+    assert recorder.log[4:] == [
+        "baseline", "reset", "a",
+        "baseline", "reset", "b",
+        "reset", "b",
+        "reset", "a",
+    ]  # fmt: skip
+    row_a, row_b = entry["rows"]
+    assert (row_a["peak_allocated_bytes"], row_a["peak_reserved_bytes"]) == (1500, 2300)
+    assert (row_b["peak_allocated_bytes"], row_b["peak_reserved_bytes"]) == (1700, 2600)
+    for row in entry["rows"]:
+        assert (row["baseline_allocated_bytes"], row["baseline_reserved_bytes"]) == (1000, 2000)
+        for kind in ("allocated", "reserved"):
+            delta = row[f"peak_{kind}_bytes"] - row[f"baseline_{kind}_bytes"]
+            assert row[f"peak_{kind}_delta_bytes"] == delta
+
+
+def test_compiled_rows_are_wrapped_before_warmup(
+    tiny_case: CaseSpec, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled: list[torch.nn.Module] = []
+
+    def fake_compile(module: torch.nn.Module) -> torch.nn.Module:
+        assert recorder.log == []  # before any step
+        compiled.append(module)
+        return module
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    plan = CasePlan(tiny_case, (recorder.row("a", compiled=True), recorder.row("b")))
+    entry = measure_case(plan, ProtocolSettings(samples=1, warmup=2), CPU)
+    assert compiled == [recorder.modules["a"]]
+    assert [(row["backend"], row["compiled"]) for row in entry["rows"]] == [
+        ("a+compile", True),
+        ("b", False),
+    ]
+
+
+def test_block_rows_give_a_valid_cpu_file(tiny_case: CaseSpec) -> None:
+    rows = (Row("rglru", "reference", None), Row("samu", "reference", "reference"))
+    settings = ProtocolSettings(samples=2, warmup=2)
+    entry = measure_case(CasePlan(tiny_case, rows), settings, CPU)
+    environment = {"torch": torch.__version__, "cuda": None, "gpu": None, "device": "cpu"}
+    report = samu_schema.validate(result_document(environment, settings, "perf_counter", [entry]))
+    assert report.ok, report.problems
+    parameters = [row["parameters"] for row in entry["rows"]]
+    assert parameters[0] != parameters[1]
+
+
+def test_a_failing_row_is_named_in_one_line(tiny_case: CaseSpec) -> None:
+    def broken(case: CaseSpec, row: Row, device: torch.device) -> torch.nn.Module:
+        raise RuntimeError("out of memory\nwith details on a second line")
+
+    plan = CasePlan(tiny_case, (Row("test", "broken", None, build_module=broken),))
+    with pytest.raises(
+        BenchError, match=r"^case 'tiny', row test:broken: RuntimeError: out"
+    ) as info:
+        measure_case(plan, ProtocolSettings(), CPU)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"warmup": 1}, "warmup must be at least 2"),
+        ({"samples": 0}, "samples must be at least 1"),
+    ],
+)
+def test_settings_refuse_too_few_steps(settings: dict[str, int], message: str) -> None:
+    with pytest.raises(BenchError, match=message):
+        ProtocolSettings(**settings)
+
+
+def test_repeated_rows_are_refused(tiny_case: CaseSpec) -> None:
+    row = Row("rglru", "reference", None)
+    with pytest.raises(BenchError, match="given twice"):
+        CasePlan(tiny_case, (row, row))
+
+
+def test_a_backend_may_run_eager_and_compiled_in_one_case(tiny_case: CaseSpec) -> None:
+    eager = Row("rglru", "reference", None)
+    compiled = Row("rglru", "reference", None, compiled=True)
+    plan = CasePlan(tiny_case, (eager, compiled))
+    assert [row.label for row in plan.rows] == ["rglru:reference", "rglru:reference+compile"]
