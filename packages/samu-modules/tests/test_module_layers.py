@@ -1,0 +1,124 @@
+"""The layers against float64 loop references."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from modules_testing import dense_block_diagonal, relative_error, segment_positions
+
+from samu_modules import BlockDiagonalLinear, Conv1D, MLPBlock, RMSNorm
+
+TOLERANCE = 1e-6
+
+
+def conv_loop_reference(
+    conv: Conv1D, x: torch.Tensor, segment_pos: torch.Tensor | None
+) -> torch.Tensor:
+    """out[b, t] = b + sum_s w[W-1-s] x[b, t-s] over taps inside t's document, in float64."""
+    x64, w64, b64 = x.double(), conv.w.double(), conv.b.double()
+    batch, length, _ = x.shape
+    document = (
+        torch.zeros(batch, length, dtype=torch.long)
+        if segment_pos is None
+        else torch.cumsum(segment_pos == 0, dim=1)
+    )
+    output = b64.expand(batch, length, -1).clone()
+    for row in range(batch):
+        for t in range(length):
+            for shift in range(conv.temporal_width):
+                source = t - shift
+                if source >= 0 and document[row, source] == document[row, t]:
+                    output[row, t] += w64[conv.temporal_width - 1 - shift] * x64[row, source]
+    return output
+
+
+def random_conv(width: int, temporal_width: int = 4) -> Conv1D:
+    conv = Conv1D(width, temporal_width)
+    with torch.no_grad():
+        conv.w.normal_()
+        conv.b.normal_()
+    return conv
+
+
+@pytest.mark.parametrize("temporal_width", [1, 2, 4])
+@pytest.mark.parametrize("with_resets", [False, True])
+def test_conv_matches_loop_reference(temporal_width: int, with_resets: bool) -> None:
+    torch.manual_seed(0)
+    conv = random_conv(12, temporal_width)
+    x = torch.randn(3, 11, 12)
+    segment_pos = segment_positions(11, [[1, 2, 7], [10], []]) if with_resets else None
+    output, state = conv(x, segment_pos)
+    assert output.shape == x.shape
+    assert state.shape == (3, temporal_width - 1, 12)
+    assert relative_error(output, conv_loop_reference(conv, x, segment_pos)) < TOLERANCE
+
+
+def test_conv_state_masks_finished_documents() -> None:
+    torch.manual_seed(1)
+    conv = random_conv(5)
+    x = torch.randn(2, 6, 5)
+    segment_pos = segment_positions(6, [[4], [5]])
+    _, state = conv(x, segment_pos)
+    torch.testing.assert_close(state[0], torch.cat([torch.zeros(1, 5), x[0, 4:]]))
+    torch.testing.assert_close(state[1], torch.cat([torch.zeros(2, 5), x[1, 5:]]))
+
+
+@pytest.mark.parametrize("split", [1, 2, 3, 5, 8])
+def test_conv_in_pieces_equals_one_pass(split: int) -> None:
+    torch.manual_seed(2)
+    conv = random_conv(7)
+    x = torch.randn(2, 9, 7)
+    segment_pos = segment_positions(9, [[3, 5], [split]])
+    whole, whole_state = conv(x, segment_pos)
+    first, state = conv(x[:, :split], segment_pos[:, :split])
+    second, last_state = conv(x[:, split:], segment_pos[:, split:], state)
+    torch.testing.assert_close(torch.cat([first, second], dim=1), whole)
+    torch.testing.assert_close(last_state, whole_state)
+
+
+def test_rms_norm_matches_formula() -> None:
+    torch.manual_seed(3)
+    norm = RMSNorm(10)
+    with torch.no_grad():
+        norm.scale.normal_()
+    x = torch.randn(2, 5, 10)
+    x64 = x.double()
+    expected = (
+        x64 / torch.sqrt(x64.square().mean(-1, keepdim=True) + 1e-6) * (1 + norm.scale.double())
+    )
+    assert relative_error(norm(x), expected) < TOLERANCE
+
+
+def test_block_diagonal_linear_is_a_block_diagonal_matrix() -> None:
+    torch.manual_seed(4)
+    layer = BlockDiagonalLinear(12, 4)
+    with torch.no_grad():
+        layer.b.normal_()
+    x = torch.randn(2, 3, 12)
+    expected = x.double() @ dense_block_diagonal(layer.w) + layer.b.double().flatten()
+    assert relative_error(layer(x), expected) < TOLERANCE
+
+
+def test_mlp_matches_formula() -> None:
+    torch.manual_seed(5)
+    mlp = MLPBlock(8, 24)
+    with torch.no_grad():
+        for parameter in mlp.parameters():
+            parameter.normal_(std=0.3)
+    x = torch.randn(2, 5, 8)
+    up = x.double() @ mlp.ffw_up.weight.double().T + mlp.ffw_up.bias.double()
+    gate, value = up[..., :24], up[..., 24:]
+    hidden = torch.nn.functional.gelu(gate, approximate="tanh") * value
+    expected = hidden @ mlp.ffw_down.weight.double().T + mlp.ffw_down.bias.double()
+    assert relative_error(mlp(x), expected) < TOLERANCE
+
+
+def test_initialisation_zeros_and_ring() -> None:
+    torch.manual_seed(6)
+    conv = Conv1D(4096)
+    assert torch.count_nonzero(conv.b) == 0
+    assert conv.w.std().item() == pytest.approx((0.01 / 4) ** 0.5, rel=0.05)
+    assert torch.count_nonzero(RMSNorm(8).scale) == 0
+    layer = BlockDiagonalLinear(256, 4)
+    assert torch.count_nonzero(layer.b) == 0
+    assert layer.w.std().item() == pytest.approx((1 / 64) ** 0.5, rel=0.05)
