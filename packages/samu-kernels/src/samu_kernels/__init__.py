@@ -1,1 +1,39 @@
-"""samu-kernels."""
+"""Chunked scans (forward and backward) for the RG-LRU and SAMU recurrences.
+
+Public API: :func:`rglru_scan`, :func:`samu_scan` (returning :class:`ScanOutput`), the
+backend-name grammar (:func:`parse_backend`, :func:`check_backend`, :class:`BackendSpec`,
+:class:`BackendNameError`, :data:`DEFAULT_BACKENDS`, :data:`VALID_TOKENS`,
+:data:`REFERENCE_FILE_ROWS`), the SAMU controllers (:data:`CONTROLLERS`,
+:data:`DEFAULT_CONTROLLER`) and :func:`register_linear_scan` for benchmark peers.
+"""
+
+from samu_kernels.backends import (
+    DEFAULT_BACKENDS,
+    REFERENCE_FILE_ROWS,
+    VALID_TOKENS,
+    BackendNameError,
+    BackendSpec,
+    check_backend,
+    parse_backend,
+)
+from samu_kernels.controllers import CONTROLLERS, DEFAULT_CONTROLLER
+from samu_kernels.peers import register_linear_scan
+from samu_kernels.rglru import rglru_scan
+from samu_kernels.samu import samu_scan
+from samu_kernels.scan_output import ScanOutput
+
+__all__ = [
+    "CONTROLLERS",
+    "DEFAULT_BACKENDS",
+    "DEFAULT_CONTROLLER",
+    "REFERENCE_FILE_ROWS",
+    "VALID_TOKENS",
+    "BackendNameError",
+    "BackendSpec",
+    "ScanOutput",
+    "check_backend",
+    "parse_backend",
+    "register_linear_scan",
+    "rglru_scan",
+    "samu_scan",
+]

@@ -40,7 +40,7 @@ def _gelu_tanh_with_derivative(x):
 
 
 @triton.jit
-def gelu_tanh_forward_kernel(  # noqa: PLR0917 (a kernel takes its tensors positionally)
+def gelu_tanh_forward_kernel(
     x_ptr,
     value_ptr,
     out_ptr,
@@ -59,7 +59,7 @@ def gelu_tanh_forward_kernel(  # noqa: PLR0917 (a kernel takes its tensors posit
 
 
 @triton.jit
-def gelu_tanh_backward_kernel(  # noqa: PLR0917 (a kernel takes its tensors positionally)
+def gelu_tanh_backward_kernel(
     dout_ptr,
     x_ptr,
     value_ptr,

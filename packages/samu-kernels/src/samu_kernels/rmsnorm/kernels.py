@@ -10,7 +10,7 @@ import triton.language as tl
 
 
 @triton.jit
-def rms_norm_forward_kernel(  # noqa: PLR0917 (a kernel takes its tensors positionally)
+def rms_norm_forward_kernel(
     x_ptr,
     residual_ptr,
     scale_ptr,
@@ -45,7 +45,7 @@ def rms_norm_forward_kernel(  # noqa: PLR0917 (a kernel takes its tensors positi
 
 
 @triton.jit
-def rms_norm_backward_kernel(  # noqa: PLR0917 (a kernel takes its tensors positionally)
+def rms_norm_backward_kernel(
     dy_ptr,
     dsum_ptr,
     x_ptr,

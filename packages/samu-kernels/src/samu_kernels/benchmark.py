@@ -1,0 +1,224 @@
+"""Kernel benchmark: forward + backward of the scan backends against the copy bandwidth.
+
+Run on a CUDA GPU::
+
+    python -m samu_kernels.benchmark --out kernels.json
+
+It measures the device copy bandwidth (a large device-to-device copy, bytes read plus
+written), then times forward + backward (median of ``triton.testing.do_bench``) of each
+backend on each reference shape (bfloat16), and of the public scans a user would otherwise
+pick (fla-core's ``chunk_hgrn`` and ``fused_recurrent_hgrn``, ``accelerated_scan``) when
+they are importable. Bandwidth is *counted bytes* / time, where counted bytes are the
+bytes a fused implementation must move at least (docs/kernels.md, "Counted bytes"):
+
+* RG-LRU (inputs u, gate_x_logits, gate_a_logits, y; output y*h): forward reads 4 and
+  writes 1 tensor, backward reads 5 (the inputs and dL/do) and writes 4: 14 tensors.
+* SAMU (inputs u, y; output y*(h + skip*u)): forward reads 2, writes 1; backward reads 3,
+  writes 2: 8 tensors.
+* A plain linear scan (peers; inputs x and the decay): forward reads 2, writes 1;
+  backward reads 3 (decay, h, dL/dh), writes 2: 8 tensors.
+
+A tensor is B*L*R elements of the compute dtype; fp32 states at chunk boundaries and
+parameter gradients are left out (under 1% at chunk 16).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
+from samu_kernels.rglru import rglru_scan
+from samu_kernels.samu import samu_scan
+
+__all__ = ["BenchmarkRow", "main", "measure_copy_bandwidth", "run_benchmark"]
+
+REFERENCE_SHAPES: dict[str, tuple[int, int, int]] = {
+    "state2048_short": (4, 2048, 2048),
+    "state2560_medium": (1, 8192, 2560),
+    "400m_block_long": (1, 32768, 2048),
+}
+BACKENDS: tuple[tuple[str, str], ...] = (
+    *((arch, backend) for arch, backend, _ in REFERENCE_FILE_ROWS),
+    ("rglru", "fused_fused_output_fused_write_shared_sfu_grouped_prefix32_hierarchical_chunk16"),
+    ("rglru", "fused_shared_sfu_chunk16"),
+    ("samu", "fused_output_fused_write_shared_sfu_grouped_prefix32_hierarchical_chunk16"),
+    ("samu", "fused_output_fused_write_shared_sfu_chunk16"),
+)
+COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
+
+Step = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    """One timed (implementation, shape)."""
+
+    implementation: str
+    architecture: str
+    case: str
+    shape: tuple[int, int, int]
+    median_ms: float
+    counted_bytes: int
+    gbps: float
+    percent_of_copy: float
+
+
+def measure_copy_bandwidth(device: torch.device, nbytes: int = 2**31) -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read + written per second)."""
+    from triton.testing import do_bench  # noqa: PLC0415 (triton is optional; GPU only)
+
+    source = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    ms = do_bench(lambda: target.copy_(source), return_mode="median")
+    return float(2 * nbytes / (ms * 1e-3) / 1e9)
+
+
+def _time(step: Step, leaves: Sequence[torch.Tensor]) -> float:
+    from triton.testing import do_bench  # noqa: PLC0415 (triton is optional; GPU only)
+
+    return float(do_bench(step, grad_to_none=list(leaves), return_mode="median"))
+
+
+def _rglru_step(
+    shape: tuple[int, int, int], backend: str, device: torch.device
+) -> tuple[Step, list[torch.Tensor]]:
+    u, gate_x, gate_a, y, grad = (
+        torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(5)
+    )
+    a_param = torch.full((shape[2],), -4.0, device=device)
+    leaves = [t.requires_grad_(True) for t in (u, gate_x, gate_a, y, a_param)]
+
+    def step() -> None:
+        output = rglru_scan(u, gate_x, gate_a, a_param, y, backend=backend).output
+        torch.autograd.backward(output, grad)
+
+    return step, leaves
+
+
+def _samu_step(
+    shape: tuple[int, int, int], backend: str, device: torch.device
+) -> tuple[Step, list[torch.Tensor]]:
+    u, y, grad = (torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(3))
+    channels = [torch.randn(shape[2], device=device) for _ in range(3)]
+    scalars = [torch.tensor(value, device=device) for value in (0.0, 0.0, math.log(8), 0.5)]
+    leaves = [t.requires_grad_(True) for t in (u, y, *channels, *scalars)]
+    a_param, w_a, w_x = channels
+    b_a, b_x, log_c, skip = scalars
+
+    def step() -> None:
+        output = samu_scan(u, y, a_param, w_a, b_a, w_x, b_x, log_c, skip, backend=backend).output
+        torch.autograd.backward(output, grad)
+
+    return step, leaves
+
+
+def _peer_steps(
+    shape: tuple[int, int, int], device: torch.device
+) -> dict[str, tuple[Step, list[torch.Tensor]]]:
+    """The public scans that are importable, on h_t = a_t h_{t-1} + x_t in bfloat16."""
+    steps: dict[str, tuple[Step, list[torch.Tensor]]] = {}
+    x, grad = (torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(2))
+    log_a = (-torch.rand(shape, device=device) * 0.1).to(torch.bfloat16)
+    try:
+        from fla.ops.hgrn import chunk_hgrn, fused_recurrent_hgrn  # noqa: PLC0415
+    except ImportError as error:
+        print(f"skipping fla-core (fla.ops.hgrn): {error}")
+    else:
+        for name, fn in (
+            ("fla.chunk_hgrn", chunk_hgrn),
+            ("fla.fused_recurrent_hgrn", fused_recurrent_hgrn),
+        ):
+            xs, gs = x.clone().requires_grad_(True), log_a.clone().requires_grad_(True)
+
+            def fla_step(
+                fn: Callable[..., tuple[torch.Tensor, object]] = fn,
+                xs: torch.Tensor = xs,
+                gs: torch.Tensor = gs,
+            ) -> None:
+                torch.autograd.backward(fn(xs, gs)[0], grad)
+
+            steps[name] = (fla_step, [xs, gs])
+    try:
+        from accelerated_scan.triton import scan  # noqa: PLC0415
+    except ImportError as error:
+        print(f"skipping accelerated_scan (accelerated_scan.triton.scan): {error}")
+    else:
+        # accelerated_scan's layout is [B, C, T].
+        gates = log_a.float().exp().to(torch.bfloat16).transpose(1, 2).contiguous()
+        tokens = x.transpose(1, 2).contiguous().requires_grad_(True)
+        gates.requires_grad_(True)
+        grad_bct = grad.transpose(1, 2).contiguous()
+
+        def accelerated_step() -> None:
+            torch.autograd.backward(scan(gates, tokens), grad_bct)
+
+        steps["accelerated_scan.triton"] = (accelerated_step, [gates, tokens])
+    return steps
+
+
+def run_benchmark(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
+    """Copy bandwidth (GB/s) and one row per (implementation, reference shape)."""
+    copy_gbps = measure_copy_bandwidth(device)
+    rows = []
+    for case, shape in REFERENCE_SHAPES.items():
+        elements = math.prod(shape)
+        candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
+        for architecture, backend in BACKENDS:
+            make = _rglru_step if architecture == "rglru" else _samu_step
+            candidates.append((backend, architecture, *make(shape, backend, device)))
+        for name, (step, leaves) in _peer_steps(shape, device).items():
+            candidates.append((name, "linear_scan", step, leaves))
+        for name, architecture, step, leaves in candidates:
+            ms = _time(step, leaves)
+            counted = COUNTED_TENSORS[architecture] * elements * 2
+            gbps = counted / (ms * 1e-3) / 1e9
+            rows.append(
+                BenchmarkRow(
+                    name, architecture, case, shape, ms, counted, gbps, 100 * gbps / copy_gbps
+                )
+            )
+            print(
+                f"{case:18s} {architecture:11s} {name:80s} {ms:8.3f} ms "
+                f"{gbps:7.0f} GB/s {100 * gbps / copy_gbps:5.1f}%",
+                flush=True,
+            )
+        del candidates
+        torch.cuda.empty_cache()
+    return copy_gbps, rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m samu_kernels.benchmark --out results.json``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("samu_kernels.benchmark needs a CUDA GPU")
+        return 2
+    device = torch.device("cuda")
+    copy_gbps, rows = run_benchmark(device)
+    print(f"copy bandwidth: {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name(device)})")
+    args.out.write_text(
+        json.dumps(
+            {
+                "device": torch.cuda.get_device_name(device),
+                "torch": torch.__version__,
+                "copy_bandwidth_gbps": copy_gbps,
+                "default_backends": DEFAULT_BACKENDS,
+                "rows": [asdict(row) for row in rows],
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

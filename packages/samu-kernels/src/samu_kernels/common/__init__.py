@@ -1,0 +1,1 @@
+"""Pieces shared by the RG-LRU and SAMU scans: reference math, Triton kernels, custom ops."""

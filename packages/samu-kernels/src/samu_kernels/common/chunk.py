@@ -1,0 +1,615 @@
+"""Tile-level Triton pieces of the chunked gated linear scan (used by ``kernels.py``).
+
+A tile is [T, BLOCK_R]: T consecutive time steps (rows) of one chunk and BLOCK_R channels
+of one batch row. Everything is computed in fp32.
+
+Constexpr switches shared by all pieces:
+
+* ``GATE_MODE``: how (a_t, x_t) of h_t = a_t h_{t-1} + x_t are obtained.
+  ``GATES_PRECOMPUTED`` loads x (fp32, from ``GATE_X``) and log_a (fp32, -inf at a reset,
+  from ``GATE_A``); ``GATES_RGLRU`` computes them from RG-LRU's gate logits (``GATE_X``,
+  ``GATE_A``), ``u`` and ``a_param``; ``GATES_SAMU`` computes them from ``u`` with SAMU's
+  coordinate-wise controller.
+* ``OUT_MODE``: the output written in the compute dtype: h, y*h, or y*(h + skip*u).
+* ``SHARED_SFU``: one exp per sigmoid (its derivative reuses it), a^2 as a*a and 1 - a^2 as
+  -expm1(2 log_a) (a polynomial near 0), and the sqrt's derivative from the sqrt itself;
+  otherwise the transcendentals are evaluated as written (exp(2 log_a), a separate rsqrt).
+* ``HAS_RESETS``: document starts (decay 0, multiplier 1) from ``RESET`` [B, L] uint8.
+"""
+
+import triton
+import triton.language as tl
+
+GATES_PRECOMPUTED: tl.constexpr = tl.constexpr(0)
+GATES_RGLRU: tl.constexpr = tl.constexpr(1)
+GATES_SAMU: tl.constexpr = tl.constexpr(2)
+
+OUT_H: tl.constexpr = tl.constexpr(0)
+OUT_Y_H: tl.constexpr = tl.constexpr(1)
+OUT_Y_H_SKIP: tl.constexpr = tl.constexpr(2)
+
+RGLRU_LOG_DECAY_SCALE: tl.constexpr = tl.constexpr(8.0)
+# d/dz sqrt(z) is clipped to 1 / sqrt(max(4 z, 1e-6)) = 1 / max(2 sqrt(z), 1e-3).
+MIN_FOUR_Z: tl.constexpr = tl.constexpr(1e-6)
+MIN_TWICE_SQRT: tl.constexpr = tl.constexpr(1e-3)
+
+
+@triton.jit
+def combine(a1, b1, a2, b2):
+    """Composition of the steps h -> a1 h + b1 then h -> a2 h + b2."""
+    return a1 * a2, a2 * b1 + b2
+
+
+@triton.jit
+def first_row(x, T: tl.constexpr):
+    return tl.sum(tl.where(tl.arange(0, T)[:, None] == 0, x, 0.0), axis=0)
+
+
+@triton.jit
+def last_row(x, T: tl.constexpr):
+    return tl.sum(tl.where(tl.arange(0, T)[:, None] == T - 1, x, 0.0), axis=0)
+
+
+@triton.jit
+def tile_offsets(b, t, offs_r, L, R):
+    """int64 element offsets of rows ``t`` [T] of batch row ``b`` in a [B, L, R] tensor."""
+    return (b.to(tl.int64) * L + t.to(tl.int64))[:, None] * R + offs_r[None, :]
+
+
+@triton.jit
+def state_offsets(b, chunk, offs_r, R, n_chunks):
+    """int64 offsets of one [BLOCK_R] row of a [B, n_chunks, R] state tensor."""
+    return (b.to(tl.int64) * n_chunks + chunk) * R + offs_r
+
+
+@triton.jit
+def sigmoid(z, SHARED_SFU: tl.constexpr):
+    if SHARED_SFU:
+        e = tl.exp(-tl.abs(z))
+        inv = 1.0 / (1.0 + e)
+        return tl.where(z >= 0, inv, e * inv)
+    return 1.0 / (1.0 + tl.exp(-z))
+
+
+@triton.jit
+def _log1p(e):
+    # Goldberg: log(1 + e) = log(w) * e / (w - 1) with w = 1 + e rounded; exact near 0.
+    w = 1.0 + e
+    return tl.where(w == 1.0, e, tl.log(w) * (e / (w - 1.0)))
+
+
+@triton.jit
+def _softplus(p):
+    return tl.maximum(p, 0.0) + _log1p(tl.exp(-tl.abs(p)))
+
+
+@triton.jit
+def _one_minus_exp(z, exp_z):
+    # -expm1(z) for z <= 0: Taylor polynomial for |z| < 0.5 (truncation < 1e-8 relative),
+    # 1 - exp(z) (no cancellation) elsewhere.
+    p = 1.0 / 40320.0
+    p = 1.0 / 5040.0 + z * p
+    p = 1.0 / 720.0 + z * p
+    p = 1.0 / 120.0 + z * p
+    p = 1.0 / 24.0 + z * p
+    p = 1.0 / 6.0 + z * p
+    p = 0.5 + z * p
+    p = 1.0 + z * p
+    return tl.where(z > -0.5, -z * p, 1.0 - exp_z)
+
+
+@triton.jit
+def channel_constants(
+    CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr
+):
+    """Per-program constants for channels ``offs_r``.
+
+    Returns (decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip) with
+    log_a = decay_scale * gate_decay and d(decay_scale)/d(a_param) = decay_scale's factor
+    ``a_param_factor`` (so d a_param = a_param_factor * sum(d log_a * gate_decay)).
+    """
+    zero = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
+    if GATE_MODE == GATES_PRECOMPUTED:
+        skip = 0.0
+        if OUT_MODE == OUT_Y_H_SKIP:
+            skip = tl.load(SCALARS + 3)
+        return zero, zero, zero, zero, 0.0, 0.0, skip
+    a_param = tl.load(CHANNEL + offs_r, mask=col_mask, other=0.0)
+    if GATE_MODE == GATES_RGLRU:
+        scale = -RGLRU_LOG_DECAY_SCALE
+        return (
+            scale * _softplus(a_param),
+            scale * sigmoid(a_param, True),
+            zero,
+            zero,
+            0.0,
+            0.0,
+            0.0,
+        )
+    w_a = tl.load(CHANNEL + R + offs_r, mask=col_mask, other=0.0)
+    w_x = tl.load(CHANNEL + 2 * R + offs_r, mask=col_mask, other=0.0)
+    b_a = tl.load(SCALARS)
+    b_x = tl.load(SCALARS + 1)
+    scale = -tl.exp(tl.load(SCALARS + 2))
+    skip = tl.load(SCALARS + 3)
+    return (scale * _softplus(a_param), scale * sigmoid(a_param, True), w_a, w_x, b_a, b_x, skip)
+
+
+@triton.jit
+def load_resets(RESET, b, t, L, HAS_RESETS: tl.constexpr):
+    """[T, 1] bool: True where row t starts a document."""
+    if HAS_RESETS:
+        starts = tl.load(RESET + b.to(tl.int64) * L + t, mask=t < L, other=0)
+        return (starts != 0)[:, None]
+    return (t < 0)[:, None]
+
+
+@triton.jit
+def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr, SHARED_SFU: tl.constexpr):
+    """(gate_decay, u) of a tile; u is loaded for SAMU only (zeros otherwise)."""
+    if GATE_MODE == GATES_RGLRU:
+        logits = tl.load(GATE_A + offs, mask=mask, other=0.0).to(tl.float32)
+        return sigmoid(logits, SHARED_SFU), tl.zeros_like(logits)
+    u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+    return sigmoid(w_a[None, :] * u + b_a, SHARED_SFU), u
+
+
+@triton.jit
+def tile_decay(
+    U,
+    GATE_A,
+    RESET,
+    b,
+    t,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    decay_scale,
+    w_a,
+    b_a,
+    GATE_MODE: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """The decay a of rows ``t`` (1 for rows past the end: the identity step)."""
+    offs = tile_offsets(b, t, offs_r, L, R)
+    row_valid = (t < L)[:, None]
+    mask = row_valid & col_mask[None, :]
+    if GATE_MODE == GATES_PRECOMPUTED:
+        a = tl.exp(tl.load(GATE_A + offs, mask=mask, other=0.0))
+    else:
+        gate_decay, _ = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE, SHARED_SFU)
+        a = tl.exp(decay_scale[None, :] * gate_decay)
+    if HAS_RESETS:
+        a = tl.where(load_resets(RESET, b, t, L, HAS_RESETS), 0.0, a)
+    return tl.where(row_valid, a, 1.0)
+
+
+@triton.jit
+def tile_gates(
+    U,
+    GATE_X,
+    GATE_A,
+    RESET,
+    b,
+    t,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    GATE_MODE: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """(a, x) of a tile and what the backward reuses.
+
+    Returns (a, x, log_a, a2, m, gate_in, gate_decay, u, starts, mask): a and x are the
+    step's decay and input (identity a = 1, x = 0 outside the sequence), log_a the pre-reset
+    log-decay, a2 = a^2, m = sqrt(1 - a^2) (1 at a document start), gate_in/gate_decay the
+    sigmoid gates, u the input (fp32; zeros in the precomputed mode), starts [T, 1] the
+    document starts and mask [T, BLOCK_R] the in-bounds elements.
+    """
+    offs = tile_offsets(b, t, offs_r, L, R)
+    mask = (t < L)[:, None] & col_mask[None, :]
+    starts = load_resets(RESET, b, t, L, HAS_RESETS)
+    if GATE_MODE == GATES_PRECOMPUTED:
+        log_a = tl.load(GATE_A + offs, mask=mask, other=0.0)
+        x = tl.load(GATE_X + offs, mask=mask, other=0.0)
+        a = tl.exp(log_a)
+        zero = tl.zeros_like(x)
+        a2 = zero
+        m = zero
+        gate_in = zero
+        gate_decay = zero
+        u = zero
+    else:
+        gate_decay, u = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE, SHARED_SFU)
+        if GATE_MODE == GATES_RGLRU:
+            u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+            logits = tl.load(GATE_X + offs, mask=mask, other=0.0).to(tl.float32)
+        else:
+            logits = w_x[None, :] * u + b_x
+        gate_in = sigmoid(logits, SHARED_SFU)
+        log_a = decay_scale[None, :] * gate_decay
+        a = tl.exp(log_a)
+        if SHARED_SFU:
+            a2 = a * a
+            one_minus_a2 = _one_minus_exp(2.0 * log_a, a2)
+        else:
+            a2 = tl.exp(2.0 * log_a)
+            one_minus_a2 = 1.0 - a2
+        m = tl.sqrt(one_minus_a2)
+        if HAS_RESETS:
+            m = tl.where(starts, 1.0, m)
+            a = tl.where(starts, 0.0, a)
+        x = m * gate_in * u
+    a = tl.where(mask, a, 1.0)
+    x = tl.where(mask, x, 0.0)
+    return a, x, log_a, a2, m, gate_in, gate_decay, u, starts, mask
+
+
+@triton.jit
+def output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE: tl.constexpr):
+    """(dL/dout, y, g = dL/dh through the output) of a tile, fp32."""
+    d_out = tl.load(GRAD_OUT + offs, mask=mask, other=0.0).to(tl.float32)
+    if OUT_MODE == OUT_H:
+        return d_out, d_out, d_out
+    y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+    return d_out, y, d_out * y
+
+
+@triton.jit
+def forward_chunk(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    RESET,
+    OUT,
+    SAVED,
+    b,
+    chunk,
+    h_in,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    n_chunks,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    skip,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    WRITE_CHECKPOINT: tl.constexpr,
+    SAVE_STATES: tl.constexpr,
+):
+    """Run one chunk from its incoming state ``h_in`` [BLOCK_R], write its outputs (and the
+    checkpoint ``h_in`` or the full states into ``SAVED``); return the outgoing state."""
+    t = chunk * T + tl.arange(0, T)
+    a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u, _starts, mask = tile_gates(
+        U,
+        GATE_X,
+        GATE_A,
+        RESET,
+        b,
+        t,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        w_x,
+        b_a,
+        b_x,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    if WRITE_CHECKPOINT:
+        tl.store(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), h_in, mask=col_mask)
+    a_cum, h_local = tl.associative_scan((a, x), 0, combine)
+    h = a_cum * h_in[None, :] + h_local
+    offs = tile_offsets(b, t, offs_r, L, R)
+    if SAVE_STATES:
+        tl.store(SAVED + offs, h, mask=mask)
+    out = h
+    if OUT_MODE != OUT_H:
+        y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+        if OUT_MODE == OUT_Y_H_SKIP:
+            if GATE_MODE == GATES_PRECOMPUTED:
+                u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+            out = y * (h + skip * u)
+        else:
+            out = y * h
+    tl.store(OUT + offs, out.to(OUT.dtype.element_ty), mask=mask)
+    return last_row(h, T)
+
+
+@triton.jit
+def chunk_summary(
+    U,
+    GATE_X,
+    GATE_A,
+    RESET,
+    b,
+    chunk,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    GATE_MODE: tl.constexpr,
+    T: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """(product of the chunk's decays, its end state from a zero start), each [BLOCK_R]."""
+    t = chunk * T + tl.arange(0, T)
+    a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u, _starts, _mask = tile_gates(
+        U,
+        GATE_X,
+        GATE_A,
+        RESET,
+        b,
+        t,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        w_x,
+        b_a,
+        b_x,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    a_cum, h_local = tl.associative_scan((a, x), 0, combine)
+    return last_row(a_cum, T), last_row(h_local, T)
+
+
+@triton.jit
+def reverse_chunk_summary(
+    U,
+    GATE_A,
+    Y,
+    GRAD_OUT,
+    RESET,
+    b,
+    chunk,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    decay_scale,
+    w_a,
+    b_a,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """(product of a_{t+1} over the chunk, dL/dh at its first row from a zero carry)."""
+    t = chunk * T + tl.arange(0, T)
+    offs = tile_offsets(b, t, offs_r, L, R)
+    mask = (t < L)[:, None] & col_mask[None, :]
+    _d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
+    a_next = tile_decay(
+        U,
+        GATE_A,
+        RESET,
+        b,
+        t + 1,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        b_a,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    rev_a, dh_local = tl.associative_scan((a_next, g), 0, combine, reverse=True)
+    return first_row(rev_a, T), first_row(dh_local, T)
+
+
+@triton.jit
+def backward_chunk(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    RESET,
+    GRAD_OUT,
+    SAVED,
+    D_U,
+    D_GATE_X,
+    D_GATE_A,
+    D_Y,
+    b,
+    chunk,
+    carry,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    n_chunks,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    skip,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+):
+    """Backward of one chunk given ``carry`` = dL/dh at the next chunk's first row.
+
+    Writes the input gradients of the chunk. Returns (dL/dh at the chunk's first row,
+    a_0 * dL/dh_0 of the chunk's first row, and the chunk's per-channel partial sums
+    s_decay = sum(d log_a * gate_decay), s_wa, s_wx, s_ba, s_bx, s_logc, s_skip).
+    """
+    t = chunk * T + tl.arange(0, T)
+    a, x, log_a, a2, m, gate_in, gate_decay, u, starts, mask = tile_gates(
+        U,
+        GATE_X,
+        GATE_A,
+        RESET,
+        b,
+        t,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        w_x,
+        b_a,
+        b_x,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    offs = tile_offsets(b, t, offs_r, L, R)
+    if FUSED_WRITE:
+        h_in = tl.load(
+            SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0
+        )
+        a_cum, h_local = tl.associative_scan((a, x), 0, combine)
+        h = a_cum * h_in[None, :] + h_local
+    else:
+        h = tl.load(SAVED + offs, mask=mask, other=0.0)
+
+    d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
+    if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
+        u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+    if OUT_MODE == OUT_Y_H_SKIP:
+        tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
+    elif OUT_MODE == OUT_Y_H:
+        tl.store(D_Y + offs, (d_out * h).to(D_Y.dtype.element_ty), mask=mask)
+
+    a_next = tile_decay(
+        U,
+        GATE_A,
+        RESET,
+        b,
+        t + 1,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        b_a,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    rev_a, dh_local = tl.associative_scan((a_next, g), 0, combine, reverse=True)
+    dh = rev_a * carry[None, :] + dh_local
+
+    # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
+    d_log_a = dh * (h - x)
+    zero = tl.zeros_like(dh)
+    s_decay = tl.sum(zero, axis=0)
+    s_wa = s_decay
+    s_wx = s_decay
+    s_ba = s_decay
+    s_bx = s_decay
+    s_logc = s_decay
+    s_skip = s_decay
+    if OUT_MODE == OUT_Y_H_SKIP:
+        s_skip = tl.sum(g * u, axis=0)
+    if GATE_MODE == GATES_PRECOMPUTED:
+        d_log_a = tl.where(mask, d_log_a, 0.0)
+        tl.store(D_GATE_X + offs, dh, mask=mask)
+        tl.store(D_GATE_A + offs, d_log_a, mask=mask)
+        if OUT_MODE == OUT_Y_H_SKIP:
+            tl.store(D_U + offs, (g * skip).to(D_U.dtype.element_ty), mask=mask)
+    else:
+        # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
+        if SHARED_SFU:
+            d_sqrt = 1.0 / tl.maximum(2.0 * m, MIN_TWICE_SQRT)
+        else:
+            d_sqrt = 1.0 / tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z))
+        dh_m = dh * m
+        d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
+        d_log_a = tl.where(mask & (~starts), d_log_a, 0.0)
+        d_gate_in_logit = dh_m * u * gate_in * (1.0 - gate_in)
+        d_gate_decay_logit = d_log_a * decay_scale[None, :] * gate_decay * (1.0 - gate_decay)
+        d_u = dh_m * gate_in
+        s_decay = tl.sum(d_log_a * gate_decay, axis=0)
+        if GATE_MODE == GATES_RGLRU:
+            tl.store(D_GATE_X + offs, d_gate_in_logit.to(D_GATE_X.dtype.element_ty), mask=mask)
+            tl.store(D_GATE_A + offs, d_gate_decay_logit.to(D_GATE_A.dtype.element_ty), mask=mask)
+        else:
+            d_u += d_gate_decay_logit * w_a[None, :] + d_gate_in_logit * w_x[None, :]
+            s_wa = tl.sum(d_gate_decay_logit * u, axis=0)
+            s_wx = tl.sum(d_gate_in_logit * u, axis=0)
+            s_ba = tl.sum(d_gate_decay_logit, axis=0)
+            s_bx = tl.sum(d_gate_in_logit, axis=0)
+            s_logc = tl.sum(d_log_a * log_a, axis=0)
+        if OUT_MODE == OUT_Y_H_SKIP:
+            d_u += g * skip
+        tl.store(D_U + offs, d_u.to(D_U.dtype.element_ty), mask=mask)
+    return (first_row(dh, T), first_row(a * dh, T), s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip)
+
+
+@triton.jit
+def store_partials(
+    PARTIAL,
+    row,
+    offs_r,
+    col_mask,
+    R,
+    a_param_factor,
+    s_decay,
+    s_wa,
+    s_wx,
+    s_ba,
+    s_bx,
+    s_logc,
+    s_skip,
+    GATE_MODE: tl.constexpr,
+):
+    """Write one program's parameter-gradient partial sums as row ``row`` of
+    PARTIAL [P, NUM_PARTIALS, R]: RG-LRU [a_param]; SAMU [a_param, w_a, w_x, b_a, b_x,
+    log_c, skip]; precomputed [skip]."""
+    if GATE_MODE == GATES_SAMU:
+        base = PARTIAL + row.to(tl.int64) * 7 * R + offs_r
+        tl.store(base, s_decay * a_param_factor, mask=col_mask)
+        tl.store(base + R, s_wa, mask=col_mask)
+        tl.store(base + 2 * R, s_wx, mask=col_mask)
+        tl.store(base + 3 * R, s_ba, mask=col_mask)
+        tl.store(base + 4 * R, s_bx, mask=col_mask)
+        tl.store(base + 5 * R, s_logc, mask=col_mask)
+        tl.store(base + 6 * R, s_skip, mask=col_mask)
+    elif GATE_MODE == GATES_RGLRU:
+        tl.store(PARTIAL + row.to(tl.int64) * R + offs_r, s_decay * a_param_factor, mask=col_mask)
+    else:
+        tl.store(PARTIAL + row.to(tl.int64) * R + offs_r, s_skip, mask=col_mask)

@@ -1,0 +1,216 @@
+"""The Triton scan as PyTorch custom ops (``torch.library.triton_op``) with autograd.
+
+``samu_kernels::scan_forward`` and ``samu_kernels::scan_backward`` launch the kernels
+through :func:`torch.library.wrap_triton`, so ``torch.compile(fullgraph=True)`` traces
+through them on a GPU; under ``TRITON_INTERPRET=1`` on CPU they run eagerly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.library import triton_op, wrap_triton
+
+from samu_kernels.common.launch import (
+    ScanConfig,
+    allocate_backward,
+    allocate_forward,
+    launch_backward,
+    launch_forward,
+)
+
+__all__ = ["scan"]
+
+
+@triton_op("samu_kernels::scan_forward", mutates_args=())
+def scan_forward(
+    u: torch.Tensor,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    h0: torch.Tensor | None,
+    config: list[int],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Forward scan; returns (output, final_state, saved). See :func:`scan`."""
+    result = launch_forward(
+        wrap_triton,
+        u,
+        gate_x=gate_x,
+        gate_a=gate_a,
+        y=y,
+        channel=channel,
+        scalars=scalars,
+        reset=reset,
+        h0=h0,
+        config=ScanConfig.from_list(config),
+    )
+    return result.output, result.final_state, result.saved
+
+
+def _scan_forward_fake(
+    u: torch.Tensor,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    h0: torch.Tensor | None,
+    config: list[int],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    result = allocate_forward(u, ScanConfig.from_list(config))
+    return result.output, result.final_state, result.saved
+
+
+@triton_op("samu_kernels::scan_backward", mutates_args=())
+def scan_backward(
+    grad_output: torch.Tensor,
+    grad_final: torch.Tensor,
+    saved: torch.Tensor,
+    u: torch.Tensor,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    config: list[int],
+) -> tuple[
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+]:
+    """Backward scan; returns (d_u, d_gate_x, d_gate_a, d_y, d_channel, d_scalars, d_h0),
+    an empty tensor for an input without a gradient in this mode."""
+    result = launch_backward(
+        wrap_triton,
+        grad_output,
+        grad_final,
+        saved,
+        u,
+        gate_x=gate_x,
+        gate_a=gate_a,
+        y=y,
+        channel=channel,
+        scalars=scalars,
+        reset=reset,
+        config=ScanConfig.from_list(config),
+    )
+    return result.as_tuple()  # type: ignore[return-value]
+
+
+def _scan_backward_fake(
+    grad_output: torch.Tensor,
+    grad_final: torch.Tensor,
+    saved: torch.Tensor,
+    u: torch.Tensor,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    config: list[int],
+) -> tuple[
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+]:
+    result = allocate_backward(u, gate_x, gate_a, channel, ScanConfig.from_list(config))
+    return result.as_tuple()  # type: ignore[return-value]
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+    u, gate_x, gate_a, y, channel, scalars, reset, h0, config = inputs
+    ctx.save_for_backward(u, gate_x, gate_a, y, channel, scalars, reset, output[2])
+    ctx.config = config
+    ctx.has_h0 = h0 is not None
+
+
+def _backward(
+    ctx: Any, grad_output: torch.Tensor | None, grad_final: torch.Tensor | None, _: Any
+) -> tuple[torch.Tensor | None, ...]:
+    u, gate_x, gate_a, y, channel, scalars, reset, saved = ctx.saved_tensors
+    batch, _, width = u.shape
+    grad_output = torch.zeros_like(u) if grad_output is None else grad_output.contiguous()
+    if grad_final is None:
+        grad_final = u.new_zeros((batch, width), dtype=torch.float32)
+    grads = scan_backward(
+        grad_output,
+        grad_final.contiguous(),
+        saved,
+        u,
+        gate_x,
+        gate_a,
+        y,
+        channel,
+        scalars,
+        reset,
+        ctx.config,
+    )
+    d_u, d_gate_x, d_gate_a, d_y, d_channel, d_scalars, d_h0 = (
+        grad if grad.numel() > 0 else None for grad in grads
+    )
+    return (
+        d_u,
+        d_gate_x,
+        d_gate_a,
+        d_y,
+        d_channel,
+        d_scalars,
+        None,
+        d_h0 if ctx.has_h0 else None,
+        None,
+    )
+
+
+scan_forward.register_fake(_scan_forward_fake)
+scan_backward.register_fake(_scan_backward_fake)
+scan_forward.register_autograd(_backward, setup_context=_setup_context)
+
+
+def scan(
+    u: torch.Tensor,
+    *,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    h0: torch.Tensor | None,
+    config: ScanConfig,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Differentiable chunked scan. Returns (output [B, L, R] in u's dtype, final state
+    [B, R] fp32).
+
+    Args:
+        u: [B, L, R] bfloat16/float32 input (in the precomputed mode only read for the
+            y*(h + skip*u) output, but always given: it sets the output dtype).
+        gate_x, gate_a: RG-LRU's gate logits (u's dtype), or x and log_a (fp32, log_a -inf
+            at a document start) in the precomputed mode; None for SAMU.
+        y: [B, L, R] output gate (u's dtype) or None for output h.
+        channel: [1, R] (a_param) or [3, R] (a_param, w_a, w_x) fp32, or None.
+        scalars: [4] fp32 (b_a, b_x, log_c, skip) or None.
+        reset: [B, L] uint8, 1 where a document starts, or None.
+        h0: [B, R] fp32 or None.
+        config: the kernels' specialisation.
+    """
+    tensors = [
+        t if t is None else t.contiguous()
+        for t in (u, gate_x, gate_a, y, channel, scalars, reset, h0)
+    ]
+    output, final_state, _ = scan_forward(*tensors, config.as_list())
+    return output, final_state

@@ -1,0 +1,547 @@
+"""Triton kernels (entry points) of the chunked gated linear scan, forward and backward.
+
+Grids: ``n_rb = cdiv(R, BLOCK_R)`` channel blocks; axis 0 of every grid is
+``B * n_rb`` (batch row, channel block); the hierarchical passes add chunks on axis 1.
+
+Forward
+  * ``forward_sequential_kernel``: each program walks its chunks in order.
+  * hierarchical: ``chunk_summary_kernel`` (decay product and zero-start end state of every
+    chunk) -> ``prefix_kernel`` (incoming state of every chunk) -> ``forward_chunks_kernel``
+    (outputs of every chunk from its incoming state).
+Backward (reverse time; dL/dh_t = g_t + a_{t+1} dL/dh_{t+1})
+  * ``backward_sequential_kernel``: each program walks its chunks from the last.
+  * hierarchical: ``reverse_chunk_summary_kernel`` -> ``prefix_kernel`` (REVERSE) ->
+    ``backward_chunks_kernel`` (each program a run of ``chunks_per_program`` chunks).
+
+``SAVED`` is either the checkpoints [B, n_chunks, R] fp32 (the incoming state of every
+chunk; fused_write) or all states [B, L, R] fp32.
+"""
+
+import triton
+import triton.language as tl
+
+from samu_kernels.common.chunk import (
+    backward_chunk,
+    channel_constants,
+    chunk_summary,
+    combine,
+    first_row,
+    forward_chunk,
+    last_row,
+    reverse_chunk_summary,
+    state_offsets,
+    store_partials,
+)
+
+
+@triton.jit
+def _program_channels(pid, R, BLOCK_R: tl.constexpr):
+    n_rb = tl.cdiv(R, BLOCK_R)
+    b = pid // n_rb
+    offs_r = (pid % n_rb) * BLOCK_R + tl.arange(0, BLOCK_R)
+    return b, offs_r, offs_r < R
+
+
+@triton.jit
+def forward_sequential_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    H0,
+    OUT,
+    FINAL,
+    SAVED,
+    L,
+    R,
+    n_chunks,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    HAS_H0: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+):
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    state_row = b.to(tl.int64) * R + offs_r
+    if HAS_H0:
+        h = tl.load(H0 + state_row, mask=col_mask, other=0.0)
+    else:
+        h = tl.zeros([BLOCK_R], dtype=tl.float32)
+    for chunk in range(n_chunks):
+        h = forward_chunk(
+            U,
+            GATE_X,
+            GATE_A,
+            Y,
+            RESET,
+            OUT,
+            SAVED,
+            b,
+            chunk,
+            h,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            n_chunks,
+            decay_scale,
+            w_a,
+            w_x,
+            b_a,
+            b_x,
+            skip,
+            GATE_MODE,
+            OUT_MODE,
+            T,
+            SHARED_SFU,
+            HAS_RESETS,
+            FUSED_WRITE,
+            not FUSED_WRITE,
+        )
+    tl.store(FINAL + state_row, h, mask=col_mask)
+
+
+@triton.jit
+def chunk_summary_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    SUM_A,
+    SUM_B,
+    L,
+    R,
+    n_chunks,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    chunk = tl.program_id(1)
+    decay_scale, _, w_a, w_x, b_a, b_x, _ = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    decay, end_state = chunk_summary(
+        U,
+        GATE_X,
+        GATE_A,
+        RESET,
+        b,
+        chunk,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        w_x,
+        b_a,
+        b_x,
+        GATE_MODE,
+        T,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    offs = state_offsets(b, chunk, offs_r, R, n_chunks)
+    tl.store(SUM_A + offs, decay, mask=col_mask)
+    tl.store(SUM_B + offs, end_state, mask=col_mask)
+
+
+@triton.jit
+def prefix_kernel(
+    SUM_A,
+    SUM_B,
+    INIT,
+    CARRY,
+    FINAL,
+    R,
+    n_chunks,
+    G: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    HAS_INIT: tl.constexpr,
+    REVERSE: tl.constexpr,
+):
+    """Carry the state across chunk summaries s_c -> A_c s + B_c, G summaries at a time
+    (an associative scan inside each group, a sequential carry across groups).
+
+    Forward: CARRY[b, c] = state entering chunk c (INIT or 0 for c = 0), FINAL = end state.
+    Reverse: CARRY[b, c] = dL/dh at chunk c+1's first row (INIT or 0 for the last chunk).
+    """
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    if HAS_INIT:
+        carry = tl.load(INIT + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+    else:
+        carry = tl.zeros([BLOCK_R], dtype=tl.float32)
+    n_groups = tl.cdiv(n_chunks, G)
+    for k in range(n_groups):
+        start = (n_groups - 1 - k) * G if REVERSE else k * G
+        c = start + tl.arange(0, G)
+        offs = (b.to(tl.int64) * n_chunks + c)[:, None] * R + offs_r[None, :]
+        mask = (c < n_chunks)[:, None] & col_mask[None, :]
+        decay = tl.load(SUM_A + offs, mask=mask, other=1.0)
+        end_state = tl.load(SUM_B + offs, mask=mask, other=0.0)
+        if REVERSE:
+            decay_cum, state_cum = tl.associative_scan((decay, end_state), 0, combine, reverse=True)
+            states = decay_cum * carry[None, :] + state_cum
+            # states[i] is dL/dh at chunk c_i's first row: the carry of chunk c_i - 1.
+            tl.store(
+                CARRY + offs - R,
+                states,
+                mask=((c >= 1) & (c - 1 < n_chunks))[:, None] & col_mask[None, :],
+            )
+            last = start + G - 1
+            tl.store(
+                CARRY + state_offsets(b, last, offs_r, R, n_chunks),
+                carry,
+                mask=col_mask & (offs_r * 0 + last < n_chunks),
+            )
+            carry = first_row(states, G)
+        else:
+            decay_cum, state_cum = tl.associative_scan((decay, end_state), 0, combine)
+            states = decay_cum * carry[None, :] + state_cum
+            # states[i] is the state after chunk c_i: the incoming state of chunk c_i + 1.
+            tl.store(CARRY + offs + R, states, mask=(c + 1 < n_chunks)[:, None] & col_mask[None, :])
+            tl.store(CARRY + state_offsets(b, start, offs_r, R, n_chunks), carry, mask=col_mask)
+            carry = last_row(states, G)
+    if not REVERSE:
+        tl.store(FINAL + b.to(tl.int64) * R + offs_r, carry, mask=col_mask)
+
+
+@triton.jit
+def forward_chunks_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    CARRY,
+    OUT,
+    SAVED,
+    L,
+    R,
+    n_chunks,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+):
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    chunk = tl.program_id(1)
+    decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    h_in = tl.load(CARRY + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0)
+    forward_chunk(
+        U,
+        GATE_X,
+        GATE_A,
+        Y,
+        RESET,
+        OUT,
+        SAVED,
+        b,
+        chunk,
+        h_in,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        n_chunks,
+        decay_scale,
+        w_a,
+        w_x,
+        b_a,
+        b_x,
+        skip,
+        GATE_MODE,
+        OUT_MODE,
+        T,
+        SHARED_SFU,
+        HAS_RESETS,
+        False,
+        not FUSED_WRITE,
+    )
+
+
+@triton.jit
+def backward_sequential_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    GRAD_OUT,
+    GRAD_FINAL,
+    SAVED,
+    D_U,
+    D_GATE_X,
+    D_GATE_A,
+    D_Y,
+    D_H0,
+    PARTIAL,
+    L,
+    R,
+    n_chunks,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+):
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    state_row = b.to(tl.int64) * R + offs_r
+    carry = tl.load(GRAD_FINAL + state_row, mask=col_mask, other=0.0)
+    d_h0 = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc_decay = d_h0
+    acc_wa = d_h0
+    acc_wx = d_h0
+    acc_ba = d_h0
+    acc_bx = d_h0
+    acc_logc = d_h0
+    acc_skip = d_h0
+    for i in range(n_chunks):
+        carry, d_h0, s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip = backward_chunk(
+            U,
+            GATE_X,
+            GATE_A,
+            Y,
+            RESET,
+            GRAD_OUT,
+            SAVED,
+            D_U,
+            D_GATE_X,
+            D_GATE_A,
+            D_Y,
+            b,
+            n_chunks - 1 - i,
+            carry,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            n_chunks,
+            decay_scale,
+            w_a,
+            w_x,
+            b_a,
+            b_x,
+            skip,
+            GATE_MODE,
+            OUT_MODE,
+            T,
+            SHARED_SFU,
+            HAS_RESETS,
+            FUSED_WRITE,
+        )
+        acc_decay += s_decay
+        acc_wa += s_wa
+        acc_wx += s_wx
+        acc_ba += s_ba
+        acc_bx += s_bx
+        acc_logc += s_logc
+        acc_skip += s_skip
+    tl.store(D_H0 + state_row, d_h0, mask=col_mask)
+    store_partials(
+        PARTIAL,
+        b,
+        offs_r,
+        col_mask,
+        R,
+        a_param_factor,
+        acc_decay,
+        acc_wa,
+        acc_wx,
+        acc_ba,
+        acc_bx,
+        acc_logc,
+        acc_skip,
+        GATE_MODE,
+    )
+
+
+@triton.jit
+def reverse_chunk_summary_kernel(
+    U,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    GRAD_OUT,
+    SUM_A,
+    SUM_B,
+    L,
+    R,
+    n_chunks,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    chunk = tl.program_id(1)
+    decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    decay, d_state = reverse_chunk_summary(
+        U,
+        GATE_A,
+        Y,
+        GRAD_OUT,
+        RESET,
+        b,
+        chunk,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        b_a,
+        GATE_MODE,
+        OUT_MODE,
+        T,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
+    offs = state_offsets(b, chunk, offs_r, R, n_chunks)
+    tl.store(SUM_A + offs, decay, mask=col_mask)
+    tl.store(SUM_B + offs, d_state, mask=col_mask)
+
+
+@triton.jit
+def backward_chunks_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    GRAD_OUT,
+    CARRY,
+    SAVED,
+    D_U,
+    D_GATE_X,
+    D_GATE_A,
+    D_Y,
+    D_H0,
+    PARTIAL,
+    L,
+    R,
+    n_chunks,
+    chunks_per_program,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+):
+    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    run = tl.program_id(1)
+    decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    zero = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc_decay = zero
+    acc_wa = zero
+    acc_wx = zero
+    acc_ba = zero
+    acc_bx = zero
+    acc_logc = zero
+    acc_skip = zero
+    first = run * chunks_per_program
+    last = tl.minimum(first + chunks_per_program, n_chunks)
+    for chunk in range(first, last):
+        carry = tl.load(
+            CARRY + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0
+        )
+        carry, d_h0, s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip = backward_chunk(
+            U,
+            GATE_X,
+            GATE_A,
+            Y,
+            RESET,
+            GRAD_OUT,
+            SAVED,
+            D_U,
+            D_GATE_X,
+            D_GATE_A,
+            D_Y,
+            b,
+            chunk,
+            carry,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            n_chunks,
+            decay_scale,
+            w_a,
+            w_x,
+            b_a,
+            b_x,
+            skip,
+            GATE_MODE,
+            OUT_MODE,
+            T,
+            SHARED_SFU,
+            HAS_RESETS,
+            FUSED_WRITE,
+        )
+        tl.store(
+            D_H0 + b.to(tl.int64) * R + offs_r, d_h0, mask=col_mask & (offs_r * 0 + chunk == 0)
+        )
+        acc_decay += s_decay
+        acc_wa += s_wa
+        acc_wx += s_wx
+        acc_ba += s_ba
+        acc_bx += s_bx
+        acc_logc += s_logc
+        acc_skip += s_skip
+    store_partials(
+        PARTIAL,
+        b * tl.num_programs(1) + run,
+        offs_r,
+        col_mask,
+        R,
+        a_param_factor,
+        acc_decay,
+        acc_wa,
+        acc_wx,
+        acc_ba,
+        acc_bx,
+        acc_logc,
+        acc_skip,
+        GATE_MODE,
+    )

@@ -1,0 +1,470 @@
+"""Launchers of the scan kernels: buffer allocation, block sizes, grids and passes.
+
+A :class:`ScanConfig` holds what the kernels specialise on (gate mode, output mode and the
+backend's features). The launchers take the kernels through a ``wrap`` callable so that the
+custom ops can pass :func:`torch.library.wrap_triton` (traceable by ``torch.compile``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import IntEnum
+from functools import lru_cache
+from typing import Any
+
+import torch
+import triton
+
+from samu_kernels.backends import BackendSpec
+from samu_kernels.common import kernels
+
+__all__ = [
+    "BackwardResult",
+    "ForwardResult",
+    "GateMode",
+    "OutMode",
+    "ScanConfig",
+    "launch_backward",
+    "launch_forward",
+    "new_buffer",
+    "scan_config",
+]
+
+TARGET_BACKWARD_PROGRAMS = 2048
+"""The hierarchical backward gives each program a run of chunks so that about this many
+programs (and rows of parameter-gradient partial sums) remain."""
+
+MAX_TILE_ELEMENTS = 2048
+"""Largest [T, BLOCK_R] tile for the chunk passes (16 fp32 values a thread at 4 warps)."""
+
+Wrap = Callable[[Any], Any]
+
+
+class GateMode(IntEnum):
+    """How the kernel obtains the step's decay and input (see ``common/chunk.py``)."""
+
+    PRECOMPUTED = 0
+    RGLRU = 1
+    SAMU = 2
+
+
+class OutMode(IntEnum):
+    """What the kernel writes as output: h, y*h or y*(h + skip*u)."""
+
+    H = 0
+    Y_H = 1
+    Y_H_SKIP = 2
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """The kernels' specialisation. ``group`` is the prefix group size (1: sequential)."""
+
+    gate_mode: GateMode
+    out_mode: OutMode
+    chunk: int
+    hierarchical: bool
+    group: int
+    fused_write: bool
+    shared_sfu: bool
+
+    def as_list(self) -> list[int]:
+        """The config as the custom ops' ``int[]`` argument."""
+        return [
+            int(self.gate_mode),
+            int(self.out_mode),
+            self.chunk,
+            int(self.hierarchical),
+            self.group,
+            int(self.fused_write),
+            int(self.shared_sfu),
+        ]
+
+    @classmethod
+    def from_list(cls, values: list[int]) -> ScanConfig:
+        """Inverse of :meth:`as_list`."""
+        gate, out, chunk, hierarchical, group, fused_write, shared_sfu = values
+        return cls(
+            GateMode(gate),
+            OutMode(out),
+            chunk,
+            bool(hierarchical),
+            group,
+            bool(fused_write),
+            bool(shared_sfu),
+        )
+
+    @property
+    def num_partials(self) -> int:
+        """Rows of parameter-gradient partial sums per program (see ``store_partials``)."""
+        return 7 if self.gate_mode == GateMode.SAMU else 1
+
+
+@lru_cache(maxsize=256)
+def scan_config(spec: BackendSpec, gate_mode: GateMode, out_mode: OutMode) -> ScanConfig:
+    """The kernel specialisation of a Triton backend for one gate and output mode."""
+    if spec.chunk is None:
+        raise ValueError(f"backend {spec.name!r} is not a Triton backend")
+    return ScanConfig(
+        gate_mode=gate_mode,
+        out_mode=out_mode,
+        chunk=spec.chunk,
+        hierarchical=spec.hierarchical,
+        group=spec.grouped_prefix or 1,
+        fused_write=spec.fused_write,
+        shared_sfu=spec.shared_sfu,
+    )
+
+
+@lru_cache(maxsize=16)
+def _multiprocessors(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).multi_processor_count)
+    return 4  # the interpreter: small tiles, several channel blocks
+
+
+def _block_r(width: int, chunk: int, programs_per_block: int, device: torch.device) -> int:
+    """Channels per program: a power of two in 16..128, at most MAX_TILE_ELEMENTS per tile,
+    and small enough that at least two programs per multiprocessor exist when possible."""
+    limit = max(16, min(128, MAX_TILE_ELEMENTS // chunk, int(triton.next_power_of_2(width))))
+    target = 2 * _multiprocessors(device)
+    block = limit
+    while block > 16 and programs_per_block * triton.cdiv(width, block) < target:
+        block //= 2
+    return block
+
+
+def _num_warps(chunk: int, block_r: int, *, backward: bool = False) -> int:
+    # The backward keeps about twice as many tile-sized values live: spread them wider.
+    return 8 if chunk * block_r >= (2048 if backward else 4096) else 4
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    batch: int
+    length: int
+    width: int
+    n_chunks: int
+    block_r: int
+    n_rb: int
+    num_warps: int
+
+    @classmethod
+    def of(cls, u: torch.Tensor, config: ScanConfig) -> _Geometry:
+        batch, length, width = u.shape
+        n_chunks = triton.cdiv(length, config.chunk)
+        per_block = batch * (n_chunks if config.hierarchical else 1)
+        block_r = _block_r(width, config.chunk, per_block, u.device)
+        return cls(
+            batch,
+            length,
+            width,
+            n_chunks,
+            block_r,
+            triton.cdiv(width, block_r),
+            _num_warps(config.chunk, block_r),
+        )
+
+
+def _prefix_block_r(geometry: _Geometry, group: int) -> int:
+    return max(16, min(geometry.block_r, MAX_TILE_ELEMENTS // group))
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    """Forward outputs: output [B, L, R] (u's dtype), final state [B, R] fp32, and what the
+    backward needs (checkpoints [B, ceil(L/T), R] or all states [B, L, R], fp32)."""
+
+    output: torch.Tensor
+    final_state: torch.Tensor
+    saved: torch.Tensor
+
+
+def allocate_forward(u: torch.Tensor, config: ScanConfig) -> ForwardResult:
+    """Empty forward outputs (also the fake implementation's)."""
+    batch, length, width = u.shape
+    saved_length = triton.cdiv(length, config.chunk) if config.fused_write else length
+    return ForwardResult(
+        output=new_buffer(u, tuple(u.shape), u.dtype),
+        final_state=new_buffer(u, (batch, width), torch.float32),
+        saved=new_buffer(u, (batch, saved_length, width), torch.float32),
+    )
+
+
+def launch_forward(
+    wrap: Wrap,
+    u: torch.Tensor,
+    *,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    h0: torch.Tensor | None,
+    config: ScanConfig,
+) -> ForwardResult:
+    """Run the forward passes of ``config`` (all tensors contiguous; see ``ops`` modules)."""
+    result = allocate_forward(u, config)
+    geo = _Geometry.of(u, config)
+    pointers = [_or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)]
+    flags = {
+        "GATE_MODE": int(config.gate_mode),
+        "OUT_MODE": int(config.out_mode),
+        "T": config.chunk,
+        "BLOCK_R": geo.block_r,
+        "SHARED_SFU": config.shared_sfu,
+        "HAS_RESETS": reset is not None,
+        "num_warps": geo.num_warps,
+    }
+    sizes = (geo.length, geo.width, geo.n_chunks)
+    if not config.hierarchical:
+        wrap(kernels.forward_sequential_kernel)[(geo.batch * geo.n_rb,)](
+            *pointers,
+            _or(h0, u),
+            result.output,
+            result.final_state,
+            result.saved,
+            *sizes,
+            HAS_H0=h0 is not None,
+            FUSED_WRITE=config.fused_write,
+            **flags,
+        )
+        return result
+
+    states_shape = (geo.batch, geo.n_chunks, geo.width)
+    sum_a = new_buffer(u, states_shape, torch.float32)
+    sum_b = new_buffer(u, states_shape, torch.float32)
+    carry = result.saved if config.fused_write else new_buffer(u, states_shape, torch.float32)
+    grid = (geo.batch * geo.n_rb, geo.n_chunks)
+    u_, gate_x_, gate_a_, _, channel_, scalars_, reset_ = pointers
+    wrap(kernels.chunk_summary_kernel)[grid](
+        u_, gate_x_, gate_a_, channel_, scalars_, reset_, sum_a, sum_b, *sizes, **flags
+    )
+    _launch_prefix(
+        wrap,
+        sum_a,
+        sum_b,
+        init=h0,
+        carry=carry,
+        final=result.final_state,
+        geo=geo,
+        config=config,
+        reverse=False,
+    )
+    wrap(kernels.forward_chunks_kernel)[grid](
+        *pointers,
+        carry,
+        result.output,
+        result.saved,
+        *sizes,
+        FUSED_WRITE=config.fused_write,
+        **flags,
+    )
+    return result
+
+
+def _launch_prefix(
+    wrap: Wrap,
+    sum_a: torch.Tensor,
+    sum_b: torch.Tensor,
+    *,
+    init: torch.Tensor | None,
+    carry: torch.Tensor,
+    final: torch.Tensor,
+    geo: _Geometry,
+    config: ScanConfig,
+    reverse: bool,
+) -> None:
+    block_r = _prefix_block_r(geo, config.group)
+    grid = (geo.batch * triton.cdiv(geo.width, block_r),)
+    wrap(kernels.prefix_kernel)[grid](
+        sum_a,
+        sum_b,
+        _or(init, sum_a),
+        carry,
+        final,
+        geo.width,
+        geo.n_chunks,
+        G=config.group,
+        BLOCK_R=block_r,
+        HAS_INIT=init is not None,
+        REVERSE=reverse,
+        num_warps=_num_warps(config.group, block_r),
+    )
+
+
+@dataclass(frozen=True)
+class BackwardResult:
+    """Gradients; an empty tensor stands for an input that has none in this mode.
+
+    d_u, d_y: [B, L, R] in u's dtype. d_gate_x, d_gate_a: the logits' gradients (RG-LRU,
+    u's dtype) or those of x and log_a (precomputed, fp32). d_channel: [1 or 3, R] fp32,
+    d_scalars: [4] fp32 (b_a, b_x, log_c, skip), d_h0: [B, R] fp32.
+    """
+
+    d_u: torch.Tensor
+    d_gate_x: torch.Tensor
+    d_gate_a: torch.Tensor
+    d_y: torch.Tensor
+    d_channel: torch.Tensor
+    d_scalars: torch.Tensor
+    d_h0: torch.Tensor
+
+    def as_tuple(self) -> tuple[torch.Tensor, ...]:
+        """The gradients in the custom op's return order."""
+        return (
+            self.d_u,
+            self.d_gate_x,
+            self.d_gate_a,
+            self.d_y,
+            self.d_channel,
+            self.d_scalars,
+            self.d_h0,
+        )
+
+
+def allocate_backward(
+    u: torch.Tensor,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    config: ScanConfig,
+) -> BackwardResult:
+    """Empty gradient buffers (also the fake implementation's)."""
+
+    def none() -> torch.Tensor:
+        # A fresh empty tensor each time: custom-op outputs must not alias each other.
+        return u.new_empty((0,), dtype=torch.float32)
+
+    def like(tensor: torch.Tensor) -> torch.Tensor:
+        return new_buffer(tensor, tuple(tensor.shape), tensor.dtype)
+
+    has_u_grad = config.gate_mode != GateMode.PRECOMPUTED or config.out_mode == OutMode.Y_H_SKIP
+    has_scalars = config.gate_mode == GateMode.SAMU or (
+        config.gate_mode == GateMode.PRECOMPUTED and config.out_mode == OutMode.Y_H_SKIP
+    )
+    return BackwardResult(
+        d_u=like(u) if has_u_grad else none(),
+        d_gate_x=like(gate_x) if gate_x is not None else none(),
+        d_gate_a=like(gate_a) if gate_a is not None else none(),
+        d_y=like(u) if config.out_mode != OutMode.H else none(),
+        d_channel=like(channel) if channel is not None else none(),
+        d_scalars=new_buffer(u, (4,), torch.float32) if has_scalars else none(),
+        d_h0=new_buffer(u, (u.shape[0], u.shape[2]), torch.float32),
+    )
+
+
+def launch_backward(
+    wrap: Wrap,
+    grad_output: torch.Tensor,
+    grad_final: torch.Tensor,
+    saved: torch.Tensor,
+    u: torch.Tensor,
+    *,
+    gate_x: torch.Tensor | None,
+    gate_a: torch.Tensor | None,
+    y: torch.Tensor | None,
+    channel: torch.Tensor | None,
+    scalars: torch.Tensor | None,
+    reset: torch.Tensor | None,
+    config: ScanConfig,
+) -> BackwardResult:
+    """Run the backward passes of ``config`` (all tensors contiguous)."""
+    grads = allocate_backward(u, gate_x, gate_a, channel, config)
+    geo = _Geometry.of(u, config)
+    u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = (
+        _or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)
+    )
+    outputs = [_or(g, u) for g in grads.as_tuple()[:4]]
+    flags = {
+        "GATE_MODE": int(config.gate_mode),
+        "OUT_MODE": int(config.out_mode),
+        "T": config.chunk,
+        "BLOCK_R": geo.block_r,
+        "SHARED_SFU": config.shared_sfu,
+        "HAS_RESETS": reset is not None,
+        "FUSED_WRITE": config.fused_write,
+        "num_warps": _num_warps(config.chunk, geo.block_r, backward=True),
+    }
+    sizes = (geo.length, geo.width, geo.n_chunks)
+    inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
+    if not config.hierarchical:
+        partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
+        wrap(kernels.backward_sequential_kernel)[(geo.batch * geo.n_rb,)](
+            *inputs, grad_final, saved, *outputs, grads.d_h0, partial, *sizes, **flags
+        )
+    else:
+        states_shape = (geo.batch, geo.n_chunks, geo.width)
+        sum_a = new_buffer(u, states_shape, torch.float32)
+        sum_b = new_buffer(u, states_shape, torch.float32)
+        carry = new_buffer(u, states_shape, torch.float32)
+        wrap(kernels.reverse_chunk_summary_kernel)[(geo.batch * geo.n_rb, geo.n_chunks)](
+            u_,
+            gate_a_,
+            y_,
+            channel_,
+            scalars_,
+            reset_,
+            grad_output,
+            sum_a,
+            sum_b,
+            *sizes,
+            **{k: v for k, v in flags.items() if k != "FUSED_WRITE"},
+        )
+        _launch_prefix(
+            wrap,
+            sum_a,
+            sum_b,
+            init=grad_final,
+            carry=carry,
+            final=sum_a,
+            geo=geo,
+            config=config,
+            reverse=True,
+        )
+        programs = geo.batch * geo.n_rb * geo.n_chunks
+        per_program = max(1, min(geo.n_chunks, programs // TARGET_BACKWARD_PROGRAMS))
+        runs = triton.cdiv(geo.n_chunks, per_program)
+        partial = new_buffer(u, (geo.batch * runs, config.num_partials, geo.width), torch.float32)
+        wrap(kernels.backward_chunks_kernel)[(geo.batch * geo.n_rb, runs)](
+            *inputs,
+            carry,
+            saved,
+            *outputs,
+            grads.d_h0,
+            partial,
+            *sizes,
+            per_program,
+            **flags,
+        )
+    return _reduce_partials(partial, grads, config)
+
+
+def _reduce_partials(
+    partial: torch.Tensor, grads: BackwardResult, config: ScanConfig
+) -> BackwardResult:
+    """Deterministic reduction (torch.sum, no atomics) of the per-program partial sums."""
+    if config.gate_mode == GateMode.SAMU:
+        return replace(
+            grads,
+            d_channel=partial[:, :3].sum(dim=0),
+            d_scalars=partial[:, 3:].sum(dim=(0, 2)),
+        )
+    if config.gate_mode == GateMode.RGLRU:
+        return replace(grads, d_channel=partial.sum(dim=0))
+    if config.out_mode == OutMode.Y_H_SKIP:
+        skip = partial.sum().reshape(1)
+        return replace(grads, d_scalars=torch.cat([skip.new_zeros(3), skip]))
+    return grads
+
+
+def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Every buffer the launchers hand to a kernel comes from here (tests poison it)."""
+    return like.new_empty(shape, dtype=dtype)
+
+
+def _or(tensor: torch.Tensor | None, fallback: torch.Tensor) -> torch.Tensor:
+    """A tensor for a pointer argument the kernel does not read when ``tensor`` is None."""
+    return fallback if tensor is None else tensor

@@ -1,0 +1,101 @@
+"""The public RG-LRU scan: argument checks and dispatch to the named backend."""
+
+from __future__ import annotations
+
+import torch
+
+from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
+from samu_kernels.common.reference import (
+    accumulation_dtype,
+    linear_scan_reference,
+    reset_mask,
+)
+from samu_kernels.peers import get_linear_scan
+from samu_kernels.rglru.naive import rglru_naive
+from samu_kernels.scan_output import ScanOutput
+from samu_kernels.validation import (
+    check_channel_param,
+    check_initial_state,
+    check_segment_pos,
+    check_sequence,
+    check_sequence_like,
+)
+
+__all__ = ["rglru_scan"]
+
+
+def rglru_scan(
+    u: torch.Tensor,
+    gate_x_logits: torch.Tensor,
+    gate_a_logits: torch.Tensor,
+    a_param: torch.Tensor,
+    y: torch.Tensor | None = None,
+    *,
+    segment_pos: torch.Tensor | None = None,
+    h0: torch.Tensor | None = None,
+    backend: str = DEFAULT_BACKENDS["rglru"],
+) -> ScanOutput:
+    """The RG-LRU recurrence (recurrentgemma's), forward and backward.
+
+    gate_x = sigmoid(gate_x_logits), gate_a = sigmoid(gate_a_logits),
+    log_a = -8 gate_a softplus(a_param), h_t = a_t h_{t-1} + sqrt(1 - a_t^2) gate_x_t u_t,
+    with decay 0 and multiplier 1 where ``segment_pos == 0``. All math in float32.
+
+    Args:
+        u, gate_x_logits, gate_a_logits: [B, L, R], one dtype: bfloat16 or float32 (also
+            float64 on the reference backend).
+        a_param: [R] float32 (float64 with float64 inputs).
+        y: optional [B, L, R] output gate, u's dtype; the output is then y * h.
+        segment_pos: optional [B, L] integer positions; 0 starts a document.
+        h0: optional [B, R] float32 initial state (float64 with float64 inputs).
+        backend: a backend name (see :func:`samu_kernels.parse_backend`).
+
+    Returns:
+        ScanOutput(output [B, L, R] in u's dtype, final_state [B, R] float32).
+    """
+    spec = check_backend("rglru", backend, None)
+    check_sequence("u", u, allow_float64=spec.is_reference)
+    check_sequence_like("gate_x_logits", gate_x_logits, u)
+    check_sequence_like("gate_a_logits", gate_a_logits, u)
+    check_channel_param("a_param", a_param, u)
+    if y is not None:
+        check_sequence_like("y", y, u)
+    if segment_pos is not None:
+        check_segment_pos(segment_pos, u)
+    if h0 is not None:
+        check_initial_state(h0, u)
+
+    if spec.is_triton:
+        # Imported here: triton is optional (Linux only) and the reference needs none.
+        from samu_kernels.rglru.chunk import rglru_chunk  # noqa: PLC0415
+
+        return ScanOutput(
+            *rglru_chunk(
+                u,
+                gate_x_logits,
+                gate_a_logits,
+                a_param,
+                y=y,
+                segment_pos=segment_pos,
+                h0=h0,
+                spec=spec,
+            )
+        )
+    reset = reset_mask(segment_pos)
+    if spec.external is not None:
+        linear_scan, scan_dtype = get_linear_scan(spec.external), u.dtype
+    else:
+        linear_scan, scan_dtype = linear_scan_reference, accumulation_dtype(u.dtype)
+    return ScanOutput(
+        *rglru_naive(
+            u,
+            gate_x_logits,
+            gate_a_logits,
+            a_param,
+            y=y,
+            reset=reset,
+            h0=h0,
+            linear_scan=linear_scan,
+            scan_input_dtype=scan_dtype,
+        )
+    )

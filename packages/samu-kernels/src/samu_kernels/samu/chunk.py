@@ -1,0 +1,73 @@
+"""SAMU on the Triton chunked scan: the inputs of each controller and backend mode."""
+
+from __future__ import annotations
+
+import torch
+
+from samu_kernels.backends import BackendSpec
+from samu_kernels.common.custom_ops import scan
+from samu_kernels.common.launch import GateMode, OutMode, scan_config
+from samu_kernels.common.reference import reset_mask
+from samu_kernels.common.resets import kernel_resets
+from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
+from samu_kernels.samu.naive import SamuParams, samu_gates, samu_output
+
+__all__ = ["samu_chunk"]
+
+
+def samu_chunk(
+    u: torch.Tensor,
+    y: torch.Tensor,
+    params: SamuParams,
+    skip: torch.Tensor,
+    *,
+    segment_pos: torch.Tensor | None,
+    h0: torch.Tensor | None,
+    spec: BackendSpec,
+    controller: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """SAMU by a Triton backend (arguments as :func:`samu_kernels.samu_scan`, checked).
+
+    Controller ``fp32_fused_coords``: the kernel computes the coordinates and gates from u;
+    ``reference``: PyTorch computes log_a and x (fp32) and the kernel runs the plain scan.
+    ``fused_output``: the kernel writes y*(h + skip*u); otherwise it writes h and PyTorch
+    applies the output gate.
+
+    Returns:
+        (output [B, L, R] in u's dtype, final state [B, R] fp32).
+    """
+    out_mode = OutMode.Y_H_SKIP if spec.fused_output else OutMode.H
+    kernel_y = y if spec.fused_output else None
+    if controller == FUSED_COORDS_CONTROLLER:
+        a_param, w_a, b_a, w_x, b_x, log_c = params
+        config = scan_config(spec, GateMode.SAMU, out_mode)
+        output, final_state = scan(
+            u,
+            gate_x=None,
+            gate_a=None,
+            y=kernel_y,
+            channel=torch.stack([a_param, w_a, w_x]),
+            scalars=torch.stack([b_a, b_x, log_c, skip]),
+            reset=kernel_resets(segment_pos),
+            h0=h0,
+            config=config,
+        )
+    else:
+        log_a, x = samu_gates(u, params, reset_mask(segment_pos))
+        config = scan_config(spec, GateMode.PRECOMPUTED, out_mode)
+        zero = skip.new_zeros(())
+        scalars = torch.stack([zero, zero, zero, skip]) if spec.fused_output else None
+        output, final_state = scan(
+            u,
+            gate_x=x,
+            gate_a=log_a,
+            y=kernel_y,
+            channel=None,
+            scalars=scalars,
+            reset=None,
+            h0=h0,
+            config=config,
+        )
+    if not spec.fused_output:
+        output = samu_output(output.float(), u, y, skip)
+    return output, final_state

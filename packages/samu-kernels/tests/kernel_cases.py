@@ -1,0 +1,154 @@
+"""Random scan problems and their evaluation against the float64 reference backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+import samu_kernels
+
+TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 2e-2}
+"""Largest relative error ||out - ref|| / ||ref|| accepted per input dtype."""
+
+
+def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float:
+    """||value - reference|| / ||reference|| in float64 (0 when both are zero)."""
+    difference = (value.double() - reference.double()).norm().item()
+    scale = reference.double().norm().item()
+    return float(difference / scale if scale > 0 else difference)
+
+
+@dataclass
+class Problem:
+    """Inputs of one scan call: ``tensors`` are differentiable, ``segment_pos`` is not."""
+
+    architecture: str
+    tensors: dict[str, torch.Tensor | None]
+    segment_pos: torch.Tensor | None
+    grad_output: torch.Tensor
+    grad_final: torch.Tensor
+
+
+def make_problem(
+    architecture: str,
+    shape: tuple[int, int, int],
+    dtype: torch.dtype,
+    device: torch.device,
+    *,
+    resets: bool,
+    h0: bool,
+    seed: int = 0,
+) -> Problem:
+    """Fresh random inputs; with ``resets`` documents start at t=0 of row 0 and mid-row in
+    every row (row 1 continues a document at t=0, so h0 matters there)."""
+    gen = torch.Generator().manual_seed(seed)
+    batch, length, width = shape
+
+    param_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+
+    def randn(*size: int, scale: float = 1.0) -> torch.Tensor:
+        return (torch.randn(*size, generator=gen, dtype=torch.float64) * scale).to(
+            device, param_dtype
+        )
+
+    def seq() -> torch.Tensor:
+        return randn(batch, length, width).to(dtype)
+
+    tensors: dict[str, torch.Tensor | None]
+    # a_param near recurrentgemma's ring init (decays 0.9..0.999) and a wider spread.
+    a_param = randn(width, scale=1.5) - 4.0
+    if architecture == "rglru":
+        tensors = {
+            "u": seq(),
+            "gate_x_logits": seq(),
+            "gate_a_logits": seq(),
+            "a_param": a_param,
+            "y": seq(),
+        }
+    else:
+        tensors = {
+            "u": seq(),
+            "y": seq(),
+            "a_param": a_param,
+            "gate_a_weight": randn(width),
+            "gate_a_bias": randn(1, scale=0.5)[0],
+            "gate_x_weight": randn(width),
+            "gate_x_bias": randn(1, scale=0.5)[0],
+            "log_c": randn(1, scale=0.3)[0] + 2.0,
+            "skip": randn(1)[0],
+        }
+    tensors["h0"] = randn(batch, width) if h0 else None
+    segment_pos = None
+    if resets:
+        segment_pos = torch.arange(length).repeat(batch, 1) + 3
+        segment_pos[0, 0] = 0
+        for row in range(batch):
+            start = int(torch.randint(1, length, (1,), generator=gen))
+            segment_pos[row, start:] = torch.arange(length - start)
+        segment_pos = segment_pos.to(device)
+    return Problem(
+        architecture,
+        tensors,
+        segment_pos,
+        randn(batch, length, width),
+        randn(batch, width),
+    )
+
+
+def run(
+    problem: Problem,
+    backend: str,
+    controller: str | None = None,
+    *,
+    float64: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Forward + backward of loss = <output, grad_output> + <final_state, grad_final>;
+    returns the output, the final state and the gradient of every input."""
+    inputs: dict[str, Any] = {
+        name: None
+        if tensor is None
+        else (tensor.double() if float64 else tensor).detach().clone().requires_grad_(True)
+        for name, tensor in problem.tensors.items()
+    }
+    h0 = inputs.pop("h0")
+    if problem.architecture == "rglru":
+        result = samu_kernels.rglru_scan(
+            **inputs,
+            segment_pos=problem.segment_pos,
+            h0=h0,
+            backend=backend,
+        )
+    else:
+        result = samu_kernels.samu_scan(
+            **inputs,
+            segment_pos=problem.segment_pos,
+            h0=h0,
+            backend=backend,
+            controller=controller or samu_kernels.DEFAULT_CONTROLLER,
+        )
+    loss = (result.output.double() * problem.grad_output.double()).sum() + (
+        result.final_state.double() * problem.grad_final.double()
+    ).sum()
+    torch.autograd.backward(loss)
+    values = {"output": result.output.detach(), "final_state": result.final_state.detach()}
+    inputs["h0"] = h0
+    for name, tensor in inputs.items():
+        if tensor is not None:
+            assert tensor.grad is not None, f"no gradient for {name}"
+            values[f"grad_{name}"] = tensor.grad
+    return values
+
+
+def assert_matches_reference(
+    problem: Problem, backend: str, controller: str | None = None
+) -> dict[str, torch.Tensor]:
+    """Compare ``backend`` with the float64 reference on every output and gradient."""
+    dtype = next(t for t in problem.tensors.values() if t is not None).dtype
+    got = run(problem, backend, controller)
+    expected = run(problem, "reference", controller, float64=True)
+    errors = {name: relative_error(got[name], expected[name]) for name in expected}
+    bad = {name: err for name, err in errors.items() if not err <= TOLERANCE[dtype]}
+    assert not bad, f"{backend} ({controller}) exceeds {TOLERANCE[dtype]:.0e}: {bad}"
+    return got

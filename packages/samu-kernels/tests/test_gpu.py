@@ -1,0 +1,131 @@
+"""GPU tests: the full backend matrix at real shapes, the reference-file cases, determinism
+and torch.compile(fullgraph=True) through the custom ops."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from kernel_cases import assert_matches_reference, make_problem, run
+
+import samu_kernels
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+CUDA = torch.device("cuda")
+REFERENCE_SHAPES = {
+    "state2048_short": (4, 2048, 2048),
+    "state2560_medium": (1, 8192, 2560),
+    "400m_block_long": (1, 32768, 2048),
+}
+
+
+def _matrix(architecture: str) -> list[tuple[str, str | None]]:
+    """Every feature combination (sequential at chunk 32, hierarchical at 8, grouped at 128),
+    with both SAMU controllers."""
+    cases: list[tuple[str, str | None]] = []
+    fused_options = (False, True) if architecture == "rglru" else (False,)
+    for fused, fused_output, fused_write, shared_sfu in itertools.product(
+        fused_options, (False, True), (False, True), (False, True)
+    ):
+        prefix = [
+            name
+            for name, on in (
+                ("fused", fused),
+                ("fused_output", fused_output),
+                ("fused_write", fused_write),
+                ("shared_sfu", shared_sfu),
+            )
+            if on
+        ]
+        for middle, chunk in (
+            ([], 32),
+            (["hierarchical"], 8),
+            (["grouped_prefix8_hierarchical"], 128),
+        ):
+            backend = "_".join([*prefix, *middle, f"chunk{chunk}"])
+            if architecture == "rglru":
+                cases.append((backend, None))
+            else:
+                cases.extend((backend, controller) for controller in samu_kernels.CONTROLLERS)
+    return cases
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [("rglru", *case) for case in _matrix("rglru")] + [("samu", *case) for case in _matrix("samu")],
+)
+def test_backend_matrix(architecture: str, backend: str, controller: str | None) -> None:
+    problem = make_problem(architecture, (3, 1000, 300), torch.float32, CUDA, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"), samu_kernels.REFERENCE_FILE_ROWS
+)
+def test_reference_file_rows_at_reference_shapes(
+    case: str, architecture: str, backend: str, controller: str | None
+) -> None:
+    problem = make_problem(
+        architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=False
+    )
+    assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"), samu_kernels.REFERENCE_FILE_ROWS
+)
+def test_gradients_are_bitwise_deterministic(
+    architecture: str, backend: str, controller: str | None
+) -> None:
+    problem = make_problem(
+        architecture, (1, 8192, 2560), torch.bfloat16, CUDA, resets=True, h0=True
+    )
+    first = run(problem, backend, controller)
+    second = run(problem, backend, controller)
+    for name, value in first.items():
+        assert torch.equal(value, second[name]), name
+
+
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"), samu_kernels.REFERENCE_FILE_ROWS
+)
+def test_torch_compile_fullgraph_traces_the_custom_ops(
+    architecture: str, backend: str, controller: str | None
+) -> None:
+    problem = make_problem(architecture, (2, 300, 256), torch.bfloat16, CUDA, resets=True, h0=True)
+    tensors = {k: v for k, v in problem.tensors.items() if v is not None}
+    h0 = tensors.pop("h0")
+
+    def mixer(**inputs: torch.Tensor) -> torch.Tensor:
+        if architecture == "rglru":
+            result = samu_kernels.rglru_scan(
+                **inputs, segment_pos=problem.segment_pos, h0=h0, backend=backend
+            )
+        else:
+            result = samu_kernels.samu_scan(
+                **inputs,
+                segment_pos=problem.segment_pos,
+                h0=h0,
+                backend=backend,
+                controller=controller or samu_kernels.DEFAULT_CONTROLLER,
+            )
+        return (result.output.float() * problem.grad_output).sum() + result.final_state.sum()
+
+    compiled = torch.compile(mixer, fullgraph=True)
+    grads = []
+    for fn in (mixer, compiled):
+        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in tensors.items()}
+        torch.autograd.backward(fn(**leaves))
+        grads.append({k: v.grad for k, v in leaves.items()})
+    for name, grad in grads[0].items():
+        assert grad is not None
+        assert grads[1][name] is not None
+        torch.testing.assert_close(grads[1][name], grad, rtol=0, atol=0)

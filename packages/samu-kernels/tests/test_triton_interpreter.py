@@ -1,0 +1,100 @@
+"""Triton backends against the float64 reference: forward output, final state and every
+gradient, on odd shapes with resets and an initial state, NaN-poisoned buffers.
+
+On CPU these run under TRITON_INTERPRET=1 on a representative sample of backends (the full
+matrix runs on the GPU in test_gpu.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernel_cases import assert_matches_reference, make_problem, run
+
+import samu_kernels
+from samu_kernels.common import launch
+
+SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
+WIDE = (1, 50, 70)
+
+CASES = [
+    # (architecture, backend, controller, shape, resets, h0)
+    ("rglru", samu_kernels.DEFAULT_BACKENDS["rglru"], None, SHAPE, True, True),
+    ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, SHAPE, True, True),
+    ("rglru", "chunk16", None, SHAPE, True, False),
+    ("rglru", "fused_output_grouped_prefix2_hierarchical_chunk8", None, WIDE, True, True),
+    ("rglru", "fused_shared_sfu_hierarchical_chunk32", None, SHAPE, False, True),
+    ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", SHAPE, True, True),
+    ("samu", samu_kernels.REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", SHAPE, True, True),
+    ("samu", "chunk16", "fp32_fused_coords", WIDE, True, False),
+    (
+        "samu",
+        "shared_sfu_grouped_prefix4_hierarchical_chunk8",
+        "fp32_fused_coords",
+        SHAPE,
+        False,
+        True,
+    ),
+    ("samu", "hierarchical_chunk8", "reference", SHAPE, True, True),
+    ("samu", "fused_output_fused_write_chunk16", "reference", WIDE, True, True),
+]
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(("architecture", "backend", "controller", "shape", "resets", "h0"), CASES)
+def test_backend_matches_reference_float32(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    shape: tuple[int, int, int],
+    resets: bool,
+    h0: bool,
+    device: torch.device,
+) -> None:
+    problem = make_problem(architecture, shape, torch.float32, device, resets=resets, h0=h0)
+    assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("architecture", ["rglru", "samu"])
+def test_default_backend_matches_reference_bfloat16(
+    architecture: str, device: torch.device
+) -> None:
+    problem = make_problem(architecture, SHAPE, torch.bfloat16, device, resets=True, h0=True)
+    controller = None if architecture == "rglru" else "fp32_fused_coords"
+    got = assert_matches_reference(problem, samu_kernels.DEFAULT_BACKENDS[architecture], controller)
+    assert got["output"].dtype == torch.bfloat16
+    assert got["final_state"].dtype == torch.float32
+    assert got["grad_u"].dtype == torch.bfloat16
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("shape", "backend"),
+    [((3, 1, 5), "fused_output_chunk8"), ((2, 5, 13), "grouped_prefix2_hierarchical_chunk16")],
+)
+def test_sequences_shorter_than_a_chunk(
+    shape: tuple[int, int, int], backend: str, device: torch.device
+) -> None:
+    problem = make_problem("samu", shape, torch.float32, device, resets=False, h0=True)
+    assert_matches_reference(problem, backend, "fp32_fused_coords")
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_hierarchical_backward_with_several_chunks_per_program(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    monkeypatch.setattr(launch, "TARGET_BACKWARD_PROGRAMS", 2)
+    problem = make_problem("samu", SHAPE, torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(
+        problem, "fused_output_grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords"
+    )
+
+
+def test_backward_is_bitwise_deterministic(device: torch.device) -> None:
+    problem = make_problem("samu", (2, 20, 19), torch.float32, device, resets=True, h0=True)
+    backend = "fused_output_grouped_prefix2_hierarchical_chunk8"
+    first = run(problem, backend, "fp32_fused_coords")
+    second = run(problem, backend, "fp32_fused_coords")
+    for name, value in first.items():
+        assert torch.equal(value, second[name]), name
