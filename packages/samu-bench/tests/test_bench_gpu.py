@@ -71,4 +71,7 @@ def test_compiled_rows_on_gpu(tmp_path: Path) -> None:
     args += ["--width", "128", "--rnn-width", "128", "--compile", "--samples", "2"]
     assert main([*args, "--out", str(out)]) == 0
     rows = json.loads(out.read_text())["cases"][0]["rows"]
-    assert all(row["compiled"] for row in rows)
+    compiled = [row["backend"] for row in rows if row["compiled"]]
+    eager = [row["backend"] for row in rows if not row["compiled"]]
+    assert compiled == [backend + "+compile" for backend in eager]
+    assert len(eager) == 2

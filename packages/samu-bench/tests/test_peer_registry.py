@@ -8,21 +8,23 @@ import pytest
 import torch
 
 import samu_kernels
-from samu_bench import CaseSpec
+from samu_bench import CasePlan, CaseSpec, ProtocolSettings, Row, build_residual_block
 from samu_bench.peers import (
-    COMPILED_SUFFIX,
     PEERS,
     RECURRENTGEMMA_MAX_COMPILED_LENGTH,
     RECURRENTGEMMA_SAMPLE_LIMIT,
+    SCAN_PEER_NEEDS_CUDA,
     Peer,
     PeerStatus,
-    SampleLimit,
     available_peers,
-    peer_rows,
+    is_scan_peer,
+    peer_row,
     register_scan_peers,
+    with_peer_rows,
 )
 from samu_bench.peers import registry as peer_registry
 from samu_bench.peers.recurrentgemma_block import build_recurrentgemma_block
+from samu_bench.plan import SampleLimit
 from samu_kernels.common.reference import linear_scan_reference
 from samu_kernels.peers import registered_peers
 
@@ -148,30 +150,33 @@ def test_a_registered_peer_runs_both_architectures() -> None:
     assert float(difference) < 1e-6
 
 
-def case_of_length(length: int) -> CaseSpec:
-    return CaseSpec(name="peers", batch=1, length=length, width=32, rnn_width=32, depth=2)
+def plan_of_length(length: int) -> CasePlan:
+    case = CaseSpec(name="peers", batch=1, length=length, width=32, rnn_width=32, depth=2)
+    return CasePlan(case, (Row("rglru", "reference", None),))
+
+
+def peer_keys(plan: CasePlan) -> list[tuple[str, str, str | None]]:
+    return [row.key for row in plan.rows[1:]]
 
 
 def test_peer_rows_eager() -> None:
-    selection = peer_rows(case_of_length(4096), all_available(), compiled=False)
-    assert [entry.row.backend for entry in selection.rows] == [peer.backend for peer in PEERS]
-    assert all(entry.row.architecture == "rglru" for entry in selection.rows)
-    assert all(entry.row.controller is None for entry in selection.rows)
-    assert not any(entry.row.compiled for entry in selection.rows)
-    assert selection.skipped == ()
-    limits = {entry.row.backend: entry.sample_limit for entry in selection.rows}
-    assert limits["peer:recurrentgemma"] is RECURRENTGEMMA_SAMPLE_LIMIT
-    assert limits["peer:fla_chunk_hgrn"] is None
-    (recurrentgemma,) = (e.row for e in selection.rows if e.row.backend == "peer:recurrentgemma")
-    assert recurrentgemma.build_module is build_recurrentgemma_block
+    plan = with_peer_rows(plan_of_length(4096), all_available(), compiled=False, on_cuda=True)
+    assert peer_keys(plan) == [("rglru", peer.backend, None) for peer in PEERS]
+    assert not any(row.compiled for row in plan.rows)
+    assert plan.skipped == ()
+    rows = {row.backend: row for row in plan.rows}
+    assert rows["peer:recurrentgemma"].sample_limit is RECURRENTGEMMA_SAMPLE_LIMIT
+    assert rows["peer:recurrentgemma"].build_module is build_recurrentgemma_block
+    assert rows["peer:fla_chunk_hgrn"].sample_limit is None
+    assert rows["peer:fla_chunk_hgrn"].build_module is build_residual_block
 
 
 def test_compiled_recurrentgemma_is_refused_above_the_length_limit() -> None:
-    long_case = case_of_length(RECURRENTGEMMA_MAX_COMPILED_LENGTH + 1)
-    selection = peer_rows(long_case, all_available(), compiled=True)
-    assert len(selection.rows) == 2 * len(PEERS) - 1
-    (skipped,) = selection.skipped
-    assert skipped.backend == "peer:recurrentgemma" + COMPILED_SUFFIX
+    long_plan = plan_of_length(RECURRENTGEMMA_MAX_COMPILED_LENGTH + 1)
+    plan = with_peer_rows(long_plan, all_available(), compiled=True, on_cuda=True)
+    assert len(plan.rows) == 1 + 2 * len(PEERS) - 1
+    assert ("rglru", "peer:fla_chunk_hgrn+compile", None) in peer_keys(plan)
+    (skipped,) = plan.skipped
     assert "unroll" in skipped.reason
     assert skipped.entry() == {
         "architecture": "rglru",
@@ -179,9 +184,9 @@ def test_compiled_recurrentgemma_is_refused_above_the_length_limit() -> None:
         "controller": None,
         "reason": skipped.reason,
     }
-    short_case = case_of_length(RECURRENTGEMMA_MAX_COMPILED_LENGTH)
-    short = peer_rows(short_case, all_available(), compiled=True)
-    assert len(short.rows) == 2 * len(PEERS)
+    short_plan = plan_of_length(RECURRENTGEMMA_MAX_COMPILED_LENGTH)
+    short = with_peer_rows(short_plan, all_available(), compiled=True, on_cuda=True)
+    assert len(short.rows) == 1 + 2 * len(PEERS)
     assert short.skipped == ()
 
 
@@ -190,27 +195,47 @@ def test_unavailable_peers_become_skipped_rows() -> None:
     statuses["peer:accelerated_scan"] = PeerStatus(
         "peer:accelerated_scan", "accelerated-scan", None, "accelerated-scan is not installed"
     )
-    del statuses["peer:fla_chunk_hgrn"]
-    selection = peer_rows(case_of_length(64), statuses, compiled=True)
-    skipped = {entry.backend: entry.reason for entry in selection.skipped}
+    plan = with_peer_rows(plan_of_length(64), statuses, compiled=True, on_cuda=True)
+    skipped = {entry.backend: entry.reason for entry in plan.skipped}
     assert skipped == {
-        "peer:fla_chunk_hgrn": "not checked",
-        "peer:fla_chunk_hgrn+compile": "not checked",
         "peer:accelerated_scan": "accelerated-scan is not installed",
         "peer:accelerated_scan+compile": "accelerated-scan is not installed",
     }
-    assert len(selection.rows) == 4
+    assert len(plan.rows) == 1 + 2 * (len(PEERS) - 1)
+
+
+def test_scan_peers_are_skipped_without_cuda() -> None:
+    plan = with_peer_rows(plan_of_length(64), all_available(), compiled=False, on_cuda=False)
+    assert peer_keys(plan) == [("rglru", "peer:recurrentgemma", None)]
+    assert {entry.reason for entry in plan.skipped} == {SCAN_PEER_NEEDS_CUDA}
+    assert len(plan.skipped) == len(PEERS) - 1
+
+
+def test_a_peer_row_already_in_the_plan_is_kept_once() -> None:
+    base = plan_of_length(64)
+    plan = CasePlan(base.case, (*base.rows, peer_row("peer:recurrentgemma")))
+    extended = with_peer_rows(plan, all_available(), compiled=False, on_cuda=True)
+    assert [row.backend for row in extended.rows].count("peer:recurrentgemma") == 1
+
+
+def test_peer_row_refuses_other_backends() -> None:
+    with pytest.raises(ValueError, match="backend must be one of the peers"):
+        peer_row("reference")
+    assert is_scan_peer("peer:fla_chunk_hgrn")
+    assert not is_scan_peer("peer:recurrentgemma")
+    assert not is_scan_peer("reference")
 
 
 def test_sample_limit_caps_and_records() -> None:
-    limit = RECURRENTGEMMA_SAMPLE_LIMIT
-    assert limit.samples(10) == 3
-    assert limit.samples(2) == 2
-    assert limit.warmup(3) == 2
-    assert limit.row_extras(10, 3) == {
+    row = peer_row("peer:recurrentgemma")
+    requested = ProtocolSettings(samples=10, warmup=3)
+    assert requested.for_row(row) == ProtocolSettings(samples=3, warmup=2)
+    assert ProtocolSettings(samples=2, warmup=2).for_row(row) == ProtocolSettings(2, 2)
+    assert requested.for_row(peer_row("peer:accelerated_scan")) is requested
+    assert RECURRENTGEMMA_SAMPLE_LIMIT.row_extras(requested) == {
         "samples_requested": 10,
         "warmup_steps": 2,
-        "sample_limit_reason": limit.reason,
+        "sample_limit_reason": RECURRENTGEMMA_SAMPLE_LIMIT.reason,
     }
 
 

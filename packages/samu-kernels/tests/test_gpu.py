@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 import torch
-from kernel_cases import assert_matches_reference, make_problem, run
+from kernel_cases import assert_matches_reference, make_problem, relative_error, run
 
 import samu_kernels
 
@@ -128,4 +128,6 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
     for name, grad in grads[0].items():
         assert grad is not None
         assert grads[1][name] is not None
-        torch.testing.assert_close(grads[1][name], grad, rtol=0, atol=0)
+        # Inductor may reduce the parameter-gradient partials in another order than
+        # eager torch.sum, so compiled and eager agree to rounding, not bit for bit.
+        assert relative_error(grads[1][name], grad) <= 1e-5, name

@@ -4,6 +4,8 @@
   result-file entry; `ResultWriter` writes validated files case by case.
 - `CaseSpec`, `Row`, `CasePlan`, `ProtocolSettings` describe what to time;
   `default_plan(name, on_cuda=...)` gives a built-in case with its default rows.
+- `samu_bench.peers` adds rows for the public alternatives (fla-core, accelerated-scan,
+  recurrentgemma; the optional extra `samu-bench[peers]`).
 - `compare_results(base, new)` compares two result files; `step_work` and `GPU_PEAKS`
   give the roofline floor.
 
@@ -31,6 +33,8 @@ from samu_bench.plan import (
     ModuleBuilder,
     ProtocolSettings,
     Row,
+    SampleLimit,
+    SkippedRow,
     build_residual_block,
 )
 from samu_bench.protocol import ResidentRow, StepEvent, interleaved_order, measure_case
@@ -54,6 +58,8 @@ __all__ = [
     "ResultWriter",
     "Row",
     "RowComparison",
+    "SampleLimit",
+    "SkippedRow",
     "StepEvent",
     "StepWork",
     "build_residual_block",

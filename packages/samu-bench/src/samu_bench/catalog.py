@@ -7,7 +7,9 @@ from collections.abc import Mapping
 
 import samu_kernels
 from samu_bench.errors import BenchError
+from samu_bench.peers import RECURRENTGEMMA, peer_row
 from samu_bench.plan import CasePlan, CaseSpec, Row
+from samu_kernels.backends import PEER_PREFIX
 from samu_modules import REFERENCE_CASES
 
 REFERENCE_TOKENS: Mapping[str, tuple[int, int]] = types.MappingProxyType(
@@ -91,7 +93,19 @@ def default_plan(case_name: str, *, on_cuda: bool) -> CasePlan:
 def make_row(
     architecture: str, backend: str, controller: str | None, *, compiled: bool = False
 ) -> Row:
-    """A residual-block row, checked with `samu_kernels.check_backend` (BenchError if unfit)."""
+    """A checked row (BenchError if unfit).
+
+    `peer:recurrentgemma` is recurrentgemma's own block (rglru, no controller); any other
+    backend is checked with `samu_kernels.check_backend` and runs the samu-modules block
+    (a scan peer such as `peer:fla_chunk_hgrn` must be registered before the run).
+    """
+    if backend == RECURRENTGEMMA.backend:
+        if (architecture, controller) != ("rglru", None):
+            raise BenchError(
+                f"row {architecture}:{backend}:{controller}: {backend} is an rglru block "
+                "without a controller"
+            )
+        return peer_row(backend, compiled=compiled)
     try:
         samu_kernels.check_backend(architecture, backend, controller)
     except ValueError as error:
@@ -103,9 +117,12 @@ def parse_row(text: str, *, compiled: bool = False) -> Row:
     """Parse `architecture:backend[:controller]` into a checked row.
 
     Without a controller, samu takes `samu_kernels.DEFAULT_CONTROLLER` and rglru none;
-    `none`/`null` spell an explicit null controller.
+    `none`/`null` spell an explicit null controller. A peer backend keeps its colon:
+    `rglru:peer:fla_chunk_hgrn`, `samu:peer:accelerated_scan:reference`.
     """
     parts = text.split(":")
+    if len(parts) > 2 and parts[1] == PEER_PREFIX.rstrip(":"):
+        parts[1:3] = [f"{parts[1]}:{parts[2]}"]
     if len(parts) not in (2, 3) or not all(parts):
         raise BenchError(f"row {text!r} must look like architecture:backend[:controller]")
     architecture, backend = parts[0], parts[1]
@@ -119,8 +136,8 @@ def parse_row(text: str, *, compiled: bool = False) -> Row:
 
 
 def needs_cuda(row: Row) -> bool:
-    """Whether a row's backend runs only on a CUDA GPU (every backend but `reference`)."""
-    return row.backend != "reference"
+    """Whether a row runs only on a CUDA GPU (all but `reference` and recurrentgemma's block)."""
+    return row.backend not in ("reference", RECURRENTGEMMA.backend)
 
 
 def is_reference_case(name: str) -> bool:

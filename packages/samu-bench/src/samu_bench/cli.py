@@ -20,7 +20,13 @@ from samu_bench.errors import BenchError, first_line
 from samu_bench.plot import plot_samples
 from samu_bench.results import load_result_file
 from samu_bench.run_command import run_command
-from samu_bench.views import comparison_notes, comparison_table, environment_line, result_tables
+from samu_bench.views import (
+    comparison_notes,
+    comparison_table,
+    environment_line,
+    result_notes,
+    result_tables,
+)
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -88,7 +94,17 @@ def _add_run(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="row to time instead of the case's defaults (repeatable)",
     )
     run.add_argument(
-        "--compile", action="store_true", help="wrap every row's block in torch.compile"
+        "--compile",
+        action="store_true",
+        help=("also time every row under torch.compile (recorded as backend '<backend>+compile')"),
+    )
+    run.add_argument(
+        "--peers",
+        action="store_true",
+        help=(
+            "add the public alternatives (fla-core, accelerated-scan, recurrentgemma; "
+            "samu-bench[peers]) to every case, compiled too with --compile"
+        ),
     )
     sizes = run.add_argument_group(
         "custom case", "change the sizes of one --case and record it under --name"
@@ -132,6 +148,8 @@ def _show(file: Path, console: Console) -> int:
     console.print(environment_line(document))
     for table in result_tables(document):
         console.print(table)
+    for note in result_notes(document):
+        console.print(note)
     return 0
 
 

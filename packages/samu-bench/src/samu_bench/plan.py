@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -67,13 +69,47 @@ backend can share a case (a row's identity is unique within a case)."""
 
 
 @dataclass(frozen=True)
+class SampleLimit:
+    """Caps on a row's timed samples and warm-up steps, and why (recorded in the row).
+
+    For rows too slow for the run's settings (e.g. a peer whose scan is a Python loop).
+
+    Attributes:
+        max_samples: at most this many timed samples (>= 1).
+        max_warmup: at most this many warm-up steps (>= 2, the protocol's minimum).
+        reason: one sentence recorded as the row's `sample_limit_reason`.
+    """
+
+    max_samples: int
+    max_warmup: int
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.max_samples < 1:
+            raise ValueError(f"max_samples must be at least 1, got {self.max_samples}")
+        if self.max_warmup < 2:
+            raise ValueError(f"max_warmup must be at least 2, got {self.max_warmup}")
+        if not self.reason:
+            raise ValueError("reason must not be empty")
+
+    def row_extras(self, requested: ProtocolSettings) -> dict[str, Any]:
+        """Extra fields of the result row: what the run asked for, the warm-up run, and why."""
+        return {
+            "samples_requested": requested.samples,
+            "warmup_steps": min(requested.warmup, self.max_warmup),
+            "sample_limit_reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
 class Row:
     """One module timed in a case, identified by (architecture, backend, controller).
 
     `compiled` wraps the module in `torch.compile` before warm-up; the row is then recorded
     with backend `<backend>+compile` and the extra field `compiled: true`. `build_module`
     makes the module; the default is the samu residual block, and tests or peer
-    implementations plug in their own.
+    implementations plug in their own. `sample_limit` caps the row's samples and warm-up
+    below the run's settings (recorded in the row).
     """
 
     architecture: str
@@ -81,6 +117,7 @@ class Row:
     controller: str | None
     compiled: bool = False
     build_module: ModuleBuilder = field(default=build_residual_block, compare=False, repr=False)
+    sample_limit: SampleLimit | None = None
 
     @property
     def recorded_backend(self) -> str:
@@ -105,16 +142,41 @@ def row_label(key: RowKey) -> str:
 
 
 @dataclass(frozen=True)
+class SkippedRow:
+    """A row asked for but not run in a case, recorded in the case's `skipped_rows`."""
+
+    architecture: str
+    backend: str
+    controller: str | None
+    reason: str
+
+    @property
+    def key(self) -> RowKey:
+        """(architecture, backend, controller) as it would have been recorded."""
+        return (self.architecture, self.backend, self.controller)
+
+    def entry(self) -> dict[str, str | None]:
+        """The JSON object `{architecture, backend, controller, reason}`."""
+        return {
+            "architecture": self.architecture,
+            "backend": self.backend,
+            "controller": self.controller,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
 class CasePlan:
-    """A case and the rows timed together in it (each key at most once)."""
+    """A case, the rows timed together in it (each key at most once), and skipped rows."""
 
     case: CaseSpec
     rows: tuple[Row, ...]
+    skipped: tuple[SkippedRow, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.rows:
             raise BenchError(f"case {self.case.name!r} has no rows")
-        keys = [row.key for row in self.rows]
+        keys = [row.key for row in self.rows] + [row.key for row in self.skipped]
         for key in keys:
             if keys.count(key) > 1:
                 raise BenchError(
@@ -138,3 +200,14 @@ class ProtocolSettings:
             raise BenchError(
                 f"warmup must be at least 2 (optimizer states and compilation), got {self.warmup}"
             )
+
+    def for_row(self, row: Row) -> ProtocolSettings:
+        """The settings `row` runs with: these, capped by the row's sample limit."""
+        limit = row.sample_limit
+        if limit is None:
+            return self
+        return dataclasses.replace(
+            self,
+            samples=min(self.samples, limit.max_samples),
+            warmup=min(self.warmup, limit.max_warmup),
+        )

@@ -30,7 +30,6 @@ class RunProgress:
     def __init__(
         self, plans: Sequence[CasePlan], settings: ProtocolSettings, console: Console
     ) -> None:
-        steps_per_row = settings.warmup + settings.samples
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -42,7 +41,12 @@ class RunProgress:
         )
         self._cases: TaskID = self._progress.add_task("cases", total=len(plans))
         self._steps: TaskID = self._progress.add_task(
-            "steps", total=steps_per_row * sum(len(plan.rows) for plan in plans)
+            "steps",
+            total=sum(
+                settings.for_row(row).warmup + settings.for_row(row).samples
+                for plan in plans
+                for row in plan.rows
+            ),
         )
 
     def __enter__(self) -> RunProgress:

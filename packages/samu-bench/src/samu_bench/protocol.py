@@ -133,13 +133,15 @@ def measure_case(
     """Time every row of a case by the protocol and return the case's result entry.
 
     All rows are built first and stay resident; each gets `settings.warmup` untimed steps;
-    then `settings.samples` timed steps per row in AB/BA order. On CUDA a sample is timed
-    with events around the step and a synchronize; memory baselines are read just before a
-    row's first timed sample and peaks are reset before every sample. Elsewhere the clock
-    is `time.perf_counter` and the memory fields are null.
+    then `settings.samples` timed steps per row in AB/BA order. A row with a sample limit
+    takes fewer (`settings.for_row(row)`) and drops out of the later rounds. On CUDA a
+    sample is timed with events around the step and a synchronize; memory baselines are
+    read just before a row's first timed sample and peaks are reset before every sample.
+    Elsewhere the clock is `time.perf_counter` and the memory fields are null.
 
     Returns:
-        A JSON-ready dict `{case, batch, length, config, rows}` of the result-file format.
+        A JSON-ready dict `{case, batch, length, config, rows[, skipped_rows]}` of the
+        result-file format.
 
     Raises:
         BenchError: a row failed to build, warm up or run (the message names it).
@@ -157,9 +159,10 @@ def measure_case(
     for row in plan.rows:
         with _attributed_to(case, row):
             resident.append(ResidentRow(case, row, device, settings.seed))
-    for member in resident:
+    row_settings = [settings.for_row(member.row) for member in resident]
+    for member, own in zip(resident, row_settings, strict=True):
         with _attributed_to(case, member.row):
-            for index in range(settings.warmup):
+            for index in range(own.warmup):
                 member.step()
                 report(member.row, "warmup", index)
 
@@ -167,6 +170,8 @@ def measure_case(
     baselines: list[MemoryReading | None] = [None] * len(resident)
     peaks: list[MemoryReading | None] = [None] * len(resident)
     for row_index in interleaved_order(len(resident), settings.samples):
+        if len(samples_ms[row_index]) == row_settings[row_index].samples:
+            continue  # a row with a sample limit has taken all of its samples
         member = resident[row_index]
         with _attributed_to(case, member.row):
             if meter is not None:
@@ -179,9 +184,9 @@ def measure_case(
         report(member.row, "sample", len(samples_ms[row_index]) - 1)
 
     rows = [
-        row_entry(member.row, samples, member.parameters, baseline, peak)
+        row_entry(member.row, samples, member.parameters, baseline, peak, settings)
         for member, samples, baseline, peak in zip(
             resident, samples_ms, baselines, peaks, strict=True
         )
     ]
-    return case_entry(case, rows)
+    return case_entry(case, rows, plan.skipped)

@@ -10,7 +10,7 @@ from typing import Any
 import samu_schema
 from samu_bench.errors import BenchError
 from samu_bench.instruments import MemoryReading
-from samu_bench.plan import CaseSpec, ProtocolSettings, Row
+from samu_bench.plan import CaseSpec, ProtocolSettings, Row, SkippedRow
 
 PROTOCOL: Mapping[str, Any] = {
     "scope": "complete recurrent block forward, input/parameter backward and optimizer update",
@@ -28,11 +28,14 @@ def row_entry(
     parameters: int,
     baseline: MemoryReading | None,
     peak: MemoryReading | None,
+    requested: ProtocolSettings | None = None,
 ) -> dict[str, Any]:
     """A row of the file: statistics from `samu_schema.summarize`, memory, parameters.
 
     `baseline`/`peak` None (no CUDA) gives null memory fields; `compiled` is an extra
-    (a compiled row's backend is recorded as `<backend>+compile`).
+    (a compiled row's backend is recorded as `<backend>+compile`). A row with a sample
+    limit also records, from the run's `requested` settings, `samples_requested`,
+    `warmup_steps` and `sample_limit_reason`.
     """
     entry: dict[str, Any] = {
         "architecture": row.architecture,
@@ -48,18 +51,25 @@ def row_entry(
         entry[f"peak_{kind}_bytes"] = top
         entry[f"peak_{kind}_delta_bytes"] = None if base is None or top is None else top - base
     entry["parameters"] = parameters
+    if row.sample_limit is not None and requested is not None:
+        entry.update(row.sample_limit.row_extras(requested))
     return entry
 
 
-def case_entry(case: CaseSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A case of the file: name, batch, length, config and its rows."""
-    return {
+def case_entry(
+    case: CaseSpec, rows: Sequence[Mapping[str, Any]], skipped: Sequence[SkippedRow] = ()
+) -> dict[str, Any]:
+    """A case of the file: name, batch, length, config, its rows and any `skipped_rows`."""
+    entry: dict[str, Any] = {
         "case": case.name,
         "batch": case.batch,
         "length": case.length,
         "config": {"width": case.width, "rnn_width": case.rnn_width, "depth": case.depth},
         "rows": list(rows),
     }
+    if skipped:
+        entry["skipped_rows"] = [row.entry() for row in skipped]
+    return entry
 
 
 def result_document(

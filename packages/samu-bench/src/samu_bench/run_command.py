@@ -23,11 +23,12 @@ from samu_bench.config import SIZE_KEYS, load_config
 from samu_bench.environment import collect_environment
 from samu_bench.errors import BenchError
 from samu_bench.instruments import timer_for
+from samu_bench.peers import PeerStatus, is_scan_peer, register_scan_peers, with_peer_rows
 from samu_bench.plan import CasePlan, ProtocolSettings
 from samu_bench.progress import RunProgress
 from samu_bench.protocol import measure_case
 from samu_bench.results import ResultWriter
-from samu_bench.views import result_tables
+from samu_bench.views import result_notes, result_tables
 
 EXIT_INTERRUPTED = 130
 CPU_SMOKE_NOTICE = (
@@ -38,7 +39,10 @@ CPU_SMOKE_NOTICE = (
 
 
 def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tuple[CasePlan, ...]:
-    """Cases from --case, size options (one custom case), --row and --compile."""
+    """Cases from --case, size options (one custom case), --row and --compile.
+
+    --compile times every row twice: as given and under `torch.compile` (`+compile`).
+    """
     names: list[str] = args.case or (list(REFERENCE_TOKENS) if on_cuda else [CPU_SMOKE.name])
     sizes = {key: getattr(args, key) for key in SIZE_KEYS if getattr(args, key) is not None}
     cases = [builtin_case(name) for name in names]
@@ -52,12 +56,11 @@ def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tupl
     plans = []
     for base_name, case in zip(names, cases, strict=True):
         if args.row:
-            rows = tuple(parse_row(text, compiled=args.compile) for text in args.row)
+            rows = tuple(parse_row(text) for text in args.row)
         else:
-            rows = tuple(
-                dataclasses.replace(row, compiled=args.compile)
-                for row in default_rows(base_name, on_cuda=on_cuda)
-            )
+            rows = default_rows(base_name, on_cuda=on_cuda)
+        if args.compile:
+            rows += tuple(dataclasses.replace(row, compiled=True) for row in rows)
         plans.append(CasePlan(case, rows))
     return tuple(plans)
 
@@ -116,6 +119,38 @@ def check_device(plans: tuple[CasePlan, ...], *, on_cuda: bool) -> None:
                 )
 
 
+def add_peers(
+    plans: tuple[CasePlan, ...], args: argparse.Namespace, messages: Console, *, on_cuda: bool
+) -> tuple[tuple[CasePlan, ...], dict[str, PeerStatus]]:
+    """Register the scan peers when asked for (--peers or a peer --row) and add peer rows.
+
+    With --peers every case gets every peer's row (compiled too with --compile); a peer
+    that cannot run is said in one line and recorded in the case's `skipped_rows`.
+
+    Returns:
+        The plans and the status of every peer (empty when no peer was asked for).
+
+    Raises:
+        BenchError: a --row or config row names a scan peer that is not installed.
+    """
+    wanted = {row.backend for plan in plans for row in plan.rows if is_scan_peer(row.backend)}
+    if not (args.peers or wanted):
+        return plans, {}
+    statuses = register_scan_peers()
+    for backend in sorted(wanted):
+        if not statuses[backend].available:
+            raise BenchError(f"row backend {backend}: {statuses[backend].reason}")
+    if not args.peers:
+        return plans, statuses
+    for status in statuses.values():
+        if not status.available:
+            messages.print(status.message, style="yellow")
+    extended = tuple(
+        with_peer_rows(plan, statuses, compiled=args.compile, on_cuda=on_cuda) for plan in plans
+    )
+    return extended, statuses
+
+
 def default_output_path(device: torch.device) -> Path:
     """`samu-bench-<device>-<UTC time>.json` in the working directory."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -127,6 +162,7 @@ def run_command(args: argparse.Namespace, console: Console, messages: Console) -
     on_cuda = torch.cuda.is_available()
     device = torch.device("cuda", torch.cuda.current_device()) if on_cuda else torch.device("cpu")
     plans, settings = resolve_plan(args, on_cuda=on_cuda)
+    plans, peer_statuses = add_peers(plans, args, messages, on_cuda=on_cuda)
     check_device(plans, on_cuda=on_cuda)
     out: Path = args.out or default_output_path(device)
     if out.exists() and not args.force:
@@ -135,9 +171,14 @@ def run_command(args: argparse.Namespace, console: Console, messages: Console) -
         raise BenchError(f"cannot write {out}: directory {out.parent} does not exist")
     if not on_cuda:
         messages.print(CPU_SMOKE_NOTICE, style="yellow")
+    environment = collect_environment(device)
+    if peer_statuses:
+        environment["peers"] = {
+            status.distribution: status.version for status in peer_statuses.values()
+        }
     writer = ResultWriter(
         out,
-        collect_environment(device),
+        environment,
         settings,
         timer_for(device).name,
         overwrite=args.force,
@@ -159,5 +200,7 @@ def run_command(args: argparse.Namespace, console: Console, messages: Console) -
     if writer.document is not None:
         for table in result_tables(writer.document):
             console.print(table)
+        for note in result_notes(writer.document):
+            console.print(note)
     messages.print(f"wrote {out}")
     return 0

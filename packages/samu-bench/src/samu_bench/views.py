@@ -76,6 +76,22 @@ def case_table(case: Mapping[str, Any], gpu: str | None) -> Table:
     return table
 
 
+def result_notes(document: Mapping[str, Any]) -> list[str]:
+    """Lines to print under a file's tables: rows with fewer samples, and skipped rows."""
+    notes = []
+    for case in document["cases"]:
+        for row in case["rows"]:
+            if "sample_limit_reason" in row:
+                taken = len(row["optimizer_step"]["samples_ms"])
+                notes.append(
+                    f"{case['case']} / {file_row_label(row)}: {taken} of "
+                    f"{row.get('samples_requested', '?')} samples: {row['sample_limit_reason']}"
+                )
+        for row in case.get("skipped_rows", []):
+            notes.append(f"{case['case']} / {file_row_label(row)} skipped: {row['reason']}")
+    return notes
+
+
 def result_tables(document: Mapping[str, Any]) -> list[Table]:
     """One table per case of a result file."""
     gpu = document["environment"]["gpu"]

@@ -64,11 +64,15 @@ def state_offsets(b, chunk, offs_r, R, n_chunks):
 
 @triton.jit
 def sigmoid(z, SHARED_SFU: tl.constexpr):
+    # Triton compiles the statements after a return inside a constexpr `if`, so every
+    # constexpr branch here and below assigns its result and the function returns once.
     if SHARED_SFU:
         e = tl.exp(-tl.abs(z))
         inv = 1.0 / (1.0 + e)
-        return tl.where(z >= 0, inv, e * inv)
-    return 1.0 / (1.0 + tl.exp(-z))
+        result = tl.where(z >= 0, inv, e * inv)
+    else:
+        result = 1.0 / (1.0 + tl.exp(-z))
+    return result
 
 
 @triton.jit
@@ -109,39 +113,41 @@ def channel_constants(
     ``a_param_factor`` (so d a_param = a_param_factor * sum(d log_a * gate_decay)).
     """
     zero = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
+    decay_scale = zero
+    a_param_factor = zero
+    w_a = zero
+    w_x = zero
+    b_a = 0.0
+    b_x = 0.0
+    skip = 0.0
     if GATE_MODE == GATES_PRECOMPUTED:
-        skip = 0.0
         if OUT_MODE == OUT_Y_H_SKIP:
             skip = tl.load(SCALARS + 3)
-        return zero, zero, zero, zero, 0.0, 0.0, skip
-    a_param = tl.load(CHANNEL + offs_r, mask=col_mask, other=0.0)
-    if GATE_MODE == GATES_RGLRU:
-        scale = -RGLRU_LOG_DECAY_SCALE
-        return (
-            scale * _softplus(a_param),
-            scale * sigmoid(a_param, True),
-            zero,
-            zero,
-            0.0,
-            0.0,
-            0.0,
-        )
-    w_a = tl.load(CHANNEL + R + offs_r, mask=col_mask, other=0.0)
-    w_x = tl.load(CHANNEL + 2 * R + offs_r, mask=col_mask, other=0.0)
-    b_a = tl.load(SCALARS)
-    b_x = tl.load(SCALARS + 1)
-    scale = -tl.exp(tl.load(SCALARS + 2))
-    skip = tl.load(SCALARS + 3)
-    return (scale * _softplus(a_param), scale * sigmoid(a_param, True), w_a, w_x, b_a, b_x, skip)
+    elif GATE_MODE == GATES_RGLRU:
+        a_param = tl.load(CHANNEL + offs_r, mask=col_mask, other=0.0)
+        decay_scale = -RGLRU_LOG_DECAY_SCALE * _softplus(a_param)
+        a_param_factor = -RGLRU_LOG_DECAY_SCALE * sigmoid(a_param, True)
+    else:
+        a_param = tl.load(CHANNEL + offs_r, mask=col_mask, other=0.0)
+        w_a = tl.load(CHANNEL + R + offs_r, mask=col_mask, other=0.0)
+        w_x = tl.load(CHANNEL + 2 * R + offs_r, mask=col_mask, other=0.0)
+        b_a = tl.load(SCALARS)
+        b_x = tl.load(SCALARS + 1)
+        scale = -tl.exp(tl.load(SCALARS + 2))
+        skip = tl.load(SCALARS + 3)
+        decay_scale = scale * _softplus(a_param)
+        a_param_factor = scale * sigmoid(a_param, True)
+    return decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip
 
 
 @triton.jit
 def load_resets(RESET, b, t, L, HAS_RESETS: tl.constexpr):
     """[T, 1] bool: True where row t starts a document."""
     if HAS_RESETS:
-        starts = tl.load(RESET + b.to(tl.int64) * L + t, mask=t < L, other=0)
-        return (starts != 0)[:, None]
-    return (t < 0)[:, None]
+        starts = tl.load(RESET + b.to(tl.int64) * L + t, mask=t < L, other=0) != 0
+    else:
+        starts = t < 0
+    return starts[:, None]
 
 
 @triton.jit
@@ -149,9 +155,11 @@ def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr, SHARED
     """(gate_decay, u) of a tile; u is loaded for SAMU only (zeros otherwise)."""
     if GATE_MODE == GATES_RGLRU:
         logits = tl.load(GATE_A + offs, mask=mask, other=0.0).to(tl.float32)
-        return sigmoid(logits, SHARED_SFU), tl.zeros_like(logits)
-    u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-    return sigmoid(w_a[None, :] * u + b_a, SHARED_SFU), u
+        u = tl.zeros_like(logits)
+    else:
+        u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+        logits = w_a[None, :] * u + b_a
+    return sigmoid(logits, SHARED_SFU), u
 
 
 @triton.jit
@@ -259,9 +267,12 @@ def output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE: tl.constexpr):
     """(dL/dout, y, g = dL/dh through the output) of a tile, fp32."""
     d_out = tl.load(GRAD_OUT + offs, mask=mask, other=0.0).to(tl.float32)
     if OUT_MODE == OUT_H:
-        return d_out, d_out, d_out
-    y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
-    return d_out, y, d_out * y
+        y = d_out
+        g = d_out
+    else:
+        y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+        g = d_out * y
+    return d_out, y, g
 
 
 @triton.jit
