@@ -12,7 +12,8 @@ import torch
 from kernel_cases import assert_matches_reference, make_problem, run
 
 import samu_kernels
-from samu_kernels.common import launch
+from samu_kernels.backends import REFERENCE_FILE_ROWS
+from samu_kernels.common.geometry import TILE_ENV
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
 WIDE = (1, 50, 70)
@@ -81,14 +82,27 @@ def test_sequences_shorter_than_a_chunk(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
-def test_hierarchical_backward_with_several_chunks_per_program(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller", "tile"),
+    [
+        # 5 chunks of 8: runs of 2, 2, 1 (a short last run), two channel blocks of 16.
+        ("samu", "fused_output_grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords", 2),
+        ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", 3),
+        ("rglru", "fused_fused_output_fused_write_grouped_prefix2_hierarchical_chunk8", None, 4),
+        ("samu", "fused_output_fused_write_chunk8", "reference", 2),
+    ],
+)
+def test_geometry_override(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    tile: int,
+    monkeypatch: pytest.MonkeyPatch,
+    device: torch.device,
 ) -> None:
-    monkeypatch.setattr(launch, "TARGET_BACKWARD_PROGRAMS", 2)
-    problem = make_problem("samu", SHAPE, torch.float32, device, resets=True, h0=True)
-    assert_matches_reference(
-        problem, "fused_output_grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords"
-    )
+    monkeypatch.setenv(TILE_ENV, f"block_r=16,warps=2,bwd_warps=2,stages=2,chunks={tile}")
+    problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
 
 
 def test_backward_is_bitwise_deterministic(device: torch.device) -> None:

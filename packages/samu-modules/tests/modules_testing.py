@@ -7,19 +7,30 @@ from collections.abc import Sequence
 
 import torch
 
-from samu_modules import DEFAULT, Architecture, BlockConfig, ResidualBlock
+from samu_modules import DEFAULT, Architecture, BlockConfig, Layers, ResidualBlock
 
 WIDTH = 32
 RNN_WIDTH = 48  # 16 heads of 3 channels
 DEPTH = 3
 
 
+LAYER_VARIANTS = ("fused", "torch")
+"""The two ways of computing the norms and GELUs; "fused" runs the Triton interpreter here."""
+
+
 def tiny_config(
-    architecture: Architecture, backend: str = "reference", **overrides: object
+    architecture: Architecture,
+    backend: str = "reference",
+    layers: Layers = "torch",
+    **overrides: object,
 ) -> BlockConfig:
-    """A small block config (D=32, R=48) on the reference backend."""
+    """A small block config (D=32, R=48) on the reference backend.
+
+    The layers default to the PyTorch composition (fast on the CPU); tests of the fused
+    layers ask for `layers="fused"`.
+    """
     controller = {"controller": "reference"} if architecture == "samu" else {}
-    fields: dict[str, object] = {**controller, **overrides}
+    fields: dict[str, object] = {**controller, "layers": layers, **overrides}
     return BlockConfig(
         width=WIDTH,
         rnn_width=RNN_WIDTH,
@@ -69,10 +80,18 @@ def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
 
 
 def with_backend(
-    block: ResidualBlock, backend: str, controller: str | None = DEFAULT
+    block: ResidualBlock,
+    backend: str,
+    controller: str | None = DEFAULT,
+    layers: Layers | None = None,
 ) -> ResidualBlock:
-    """A copy of `block` (same weights, device and dtype) running on another backend."""
-    config = dataclasses.replace(block.config, backend=backend, controller=controller)
+    """A copy of `block` (same weights, device and dtype) on another backend (and layers)."""
+    config = dataclasses.replace(
+        block.config,
+        backend=backend,
+        controller=controller,
+        layers=block.config.layers if layers is None else layers,
+    )
     parameter = next(block.parameters())
     copy = ResidualBlock(config, device=parameter.device, dtype=parameter.dtype)
     copy.load_state_dict(block.state_dict())

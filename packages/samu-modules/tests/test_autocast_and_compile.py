@@ -6,10 +6,17 @@ from typing import Any
 
 import pytest
 import torch
-from modules_testing import WIDTH, random_block, relative_error, segment_positions, tiny_config
+from modules_testing import (
+    LAYER_VARIANTS,
+    WIDTH,
+    random_block,
+    relative_error,
+    segment_positions,
+    tiny_config,
+)
 
 import samu_kernels
-from samu_modules import BlockConfig
+from samu_modules import BlockConfig, Layers, ResidualBlock
 
 BF16_TOLERANCE = 3e-2
 
@@ -28,9 +35,10 @@ def scan_input_dtypes(monkeypatch: pytest.MonkeyPatch, name: str) -> list[torch.
     return seen
 
 
+@pytest.mark.parametrize("layers", LAYER_VARIANTS)
 @pytest.mark.parametrize("architecture", ["rglru", "samu"])
-def test_bf16_autocast(architecture: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    block = random_block(tiny_config(architecture))  # type: ignore[arg-type]
+def test_bf16_autocast(architecture: str, layers: Layers, monkeypatch: pytest.MonkeyPatch) -> None:
+    block = random_block(tiny_config(architecture, layers=layers))  # type: ignore[arg-type]
     torch.manual_seed(0)
     x = torch.randn(2, 9, WIDTH)
     segment_pos = segment_positions(9, [[4], []])
@@ -77,16 +85,35 @@ def test_float64_block_runs_on_the_reference_backend() -> None:
     block(x, state=state)
 
 
+def compile_recording_ops(block: ResidualBlock, ops: list[str]) -> torch.nn.Module:
+    """`torch.compile(block, fullgraph=True)` on aot_eager; appends the graph's ops to `ops`."""
+    aot_eager = torch._dynamo.lookup_backend("aot_eager")
+
+    def recording_backend(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        ops.extend(str(node.target) for node in graph.graph.nodes if node.op == "call_function")
+        return aot_eager(graph, example_inputs)
+
+    compiled: torch.nn.Module = torch.compile(block, backend=recording_backend, fullgraph=True)
+    return compiled
+
+
+@pytest.mark.parametrize("layers", ["auto", "torch"])
 @pytest.mark.parametrize("architecture", ["rglru", "samu"])
-def test_torch_compile_on_cpu(architecture: str) -> None:
+def test_torch_compile_on_cpu(architecture: str, layers: Layers) -> None:
+    """fullgraph compiles, and "auto" gives the compiler the PyTorch layers even where
+    eager mode runs the fused ones (TRITON_INTERPRET=1 here). The fused ops are compiled
+    on the GPU only (test_gpu): the Triton interpreter cannot run on fake tensors."""
     torch._dynamo.reset()
-    block = random_block(tiny_config(architecture))  # type: ignore[arg-type]
-    compiled = torch.compile(block, backend="aot_eager", fullgraph=True)
+    block = random_block(tiny_config(architecture, layers=layers))  # type: ignore[arg-type]
+    ops: list[str] = []
+    compiled = compile_recording_ops(block, ops)
     torch.manual_seed(2)
     x = torch.randn(2, 6, WIDTH, requires_grad=True)
     segment_pos = segment_positions(6, [[3], []])
     expected = block(x, segment_pos)
     output = compiled(x, segment_pos)
+    fused_ops = [op for op in ops if "rms_norm" in op or "gelu_tanh" in op]
+    assert not fused_ops
     assert relative_error(output, expected) < 1e-5
     grad = torch.randn_like(expected)
     expected_grads = torch.autograd.grad(expected, [x, *block.parameters()], grad)

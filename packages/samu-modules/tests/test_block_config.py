@@ -67,6 +67,7 @@ def test_from_case_overrides() -> None:
         ),
         ({"architecture": "rglru", "width": 0}, "width"),
         ({"architecture": "rglru", "rnn_width": 50}, "num_heads"),
+        ({"architecture": "rglru", "layers": "triton"}, "layers"),
     ],
 )
 def test_bad_config_is_refused(overrides: dict[str, object], message: str) -> None:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from modules_testing import perturb_parameters_, relative_error, segment_positions, with_backend
+from modules_testing import (
+    LAYER_VARIANTS,
+    perturb_parameters_,
+    relative_error,
+    segment_positions,
+    with_backend,
+)
 
 import samu_kernels
-from samu_modules import BlockConfig, ResidualBlock
+from samu_modules import BlockConfig, Layers, ResidualBlock
 
 pytestmark = [
     pytest.mark.gpu,
@@ -22,9 +28,19 @@ ROWS = [
 ROW_IDS = [f"{architecture}-{backend}-{controller}" for architecture, backend, controller in ROWS]
 
 
-def cuda_block(architecture: str, backend: str, controller: str | None) -> ResidualBlock:
+def cuda_block(
+    architecture: str, backend: str, controller: str | None, layers: Layers = "auto"
+) -> ResidualBlock:
     torch.manual_seed(0)
-    config = BlockConfig(D, R, DEPTH, architecture, backend=backend, controller=controller)  # type: ignore[arg-type]
+    config = BlockConfig(
+        D,
+        R,
+        DEPTH,
+        architecture,  # type: ignore[arg-type]
+        backend=backend,
+        controller=controller,
+        layers=layers,
+    )
     block = ResidualBlock(config, device="cuda")
     perturb_parameters_(block, torch.Generator().manual_seed(1))
     return block
@@ -46,13 +62,15 @@ def outputs_and_grads(
     return output, list(torch.autograd.grad(output, [x, *block.parameters()], grad))
 
 
+@pytest.mark.parametrize("layers", LAYER_VARIANTS)
 @pytest.mark.parametrize("autocast", [False, True], ids=["fp32", "bf16_autocast"])
 @pytest.mark.parametrize(("architecture", "backend", "controller"), ROWS, ids=ROW_IDS)
 def test_triton_matches_reference_on_gpu(
-    architecture: str, backend: str, controller: str | None, autocast: bool
+    architecture: str, backend: str, controller: str | None, autocast: bool, layers: Layers
 ) -> None:
-    triton = cuda_block(architecture, backend, controller)
-    reference = with_backend(triton, "reference")
+    """Triton scan with fused or PyTorch layers against the reference scan, PyTorch layers."""
+    triton = cuda_block(architecture, backend, controller, layers)
+    reference = with_backend(triton, "reference", layers="torch")
     x, segment_pos = packed_inputs()
     torch.manual_seed(3)
     grad = torch.randn(B, L, D, device="cuda")
@@ -88,12 +106,14 @@ def test_streaming_on_gpu(
     assert relative_error(pieces, whole) < tolerance
 
 
+@pytest.mark.parametrize("layers", ["auto", "fused"])
 @pytest.mark.parametrize(("architecture", "backend", "controller"), ROWS, ids=ROW_IDS)
 def test_torch_compile_fullgraph_on_gpu(
-    architecture: str, backend: str, controller: str | None
+    architecture: str, backend: str, controller: str | None, layers: Layers
 ) -> None:
+    """Inductor with the PyTorch layers ("auto") or the fused Triton ops, against eager."""
     torch._dynamo.reset()
-    block = cuda_block(architecture, backend, controller)
+    block = cuda_block(architecture, backend, controller, layers)
     compiled = torch.compile(block, fullgraph=True)
     x, segment_pos = packed_inputs()
     torch.manual_seed(4)

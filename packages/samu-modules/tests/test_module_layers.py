@@ -7,6 +7,7 @@ import torch
 from modules_testing import dense_block_diagonal, relative_error, segment_positions
 
 from samu_modules import BlockDiagonalLinear, Conv1D, MLPBlock, RMSNorm
+from samu_modules.mlp import split_linear
 
 TOLERANCE = 1e-6
 
@@ -76,17 +77,53 @@ def test_conv_in_pieces_equals_one_pass(split: int) -> None:
     torch.testing.assert_close(last_state, whole_state)
 
 
-def test_rms_norm_matches_formula() -> None:
+def test_conv_in_bfloat16_matches_loop_reference() -> None:
+    """A bfloat16 input is convolved in bfloat16 (float32 arithmetic per tap)."""
+    torch.manual_seed(7)
+    conv = random_conv(12)
+    x = torch.randn(3, 11, 12)
+    segment_pos = segment_positions(11, [[1, 2, 7], [10], []])
+    output, state = conv(x.bfloat16(), segment_pos)
+    assert output.dtype == state.dtype == torch.bfloat16
+    expected = conv_loop_reference(conv, x.bfloat16().float(), segment_pos)
+    assert relative_error(output, expected) < 2e-2
+
+
+def rms_norm_formula(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    x64 = x.double()
+    return x64 / torch.sqrt(x64.square().mean(-1, keepdim=True) + 1e-6) * (1 + scale.double())
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize(("out_dtype", "tolerance"), [(None, TOLERANCE), (torch.bfloat16, 1e-2)])
+def test_rms_norm_matches_formula(
+    fused: bool, out_dtype: torch.dtype | None, tolerance: float
+) -> None:
     torch.manual_seed(3)
     norm = RMSNorm(10)
     with torch.no_grad():
         norm.scale.normal_()
     x = torch.randn(2, 5, 10)
-    x64 = x.double()
-    expected = (
-        x64 / torch.sqrt(x64.square().mean(-1, keepdim=True) + 1e-6) * (1 + norm.scale.double())
-    )
-    assert relative_error(norm(x), expected) < TOLERANCE
+    output = norm(x, out_dtype, fused=fused)
+    assert output.dtype == (out_dtype or torch.float32)
+    assert relative_error(output, rms_norm_formula(x, norm.scale)) < tolerance
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_add_and_normalize_matches_formula(fused: bool) -> None:
+    """A bfloat16 branch output plus the float32 residual stream, then the norm."""
+    torch.manual_seed(8)
+    norm = RMSNorm(10)
+    with torch.no_grad():
+        norm.scale.normal_()
+    branch = torch.randn(2, 5, 10).bfloat16()
+    residual = torch.randn(2, 5, 10)
+    residual_sum, output = norm.add_and_normalize(branch, residual, torch.bfloat16, fused=fused)
+    expected_sum = branch.double() + residual.double()
+    assert residual_sum.dtype == torch.float32
+    assert output.dtype == torch.bfloat16
+    assert relative_error(residual_sum, expected_sum) < TOLERANCE
+    assert relative_error(output, rms_norm_formula(expected_sum, norm.scale)) < 1e-2
 
 
 def test_block_diagonal_linear_is_a_block_diagonal_matrix() -> None:
@@ -99,7 +136,8 @@ def test_block_diagonal_linear_is_a_block_diagonal_matrix() -> None:
     assert relative_error(layer(x), expected) < TOLERANCE
 
 
-def test_mlp_matches_formula() -> None:
+@pytest.mark.parametrize("fused", [False, True])
+def test_mlp_matches_formula(fused: bool) -> None:
     torch.manual_seed(5)
     mlp = MLPBlock(8, 24)
     with torch.no_grad():
@@ -110,7 +148,23 @@ def test_mlp_matches_formula() -> None:
     gate, value = up[..., :24], up[..., 24:]
     hidden = torch.nn.functional.gelu(gate, approximate="tanh") * value
     expected = hidden @ mlp.ffw_down.weight.double().T + mlp.ffw_down.bias.double()
-    assert relative_error(mlp(x), expected) < TOLERANCE
+    assert relative_error(mlp(x, fused=fused), expected) < TOLERANCE
+
+
+def test_split_linear_gives_the_two_halves_contiguous() -> None:
+    torch.manual_seed(9)
+    linear = torch.nn.Linear(6, 8)
+    x = torch.randn(3, 6, requires_grad=True)
+    first, second = split_linear(x, linear)
+    assert first.is_contiguous()
+    assert second.is_contiguous()
+    expected = linear(x)
+    torch.testing.assert_close(torch.cat([first, second], dim=-1), expected)
+    grad = torch.randn_like(expected)
+    got = torch.autograd.grad([first, second], [x, linear.weight, linear.bias], grad.chunk(2, -1))
+    want = torch.autograd.grad(expected, [x, linear.weight, linear.bias], grad)
+    for got_grad, want_grad in zip(got, want, strict=True):
+        torch.testing.assert_close(got_grad, want_grad)
 
 
 def test_initialisation_zeros_and_ring() -> None:

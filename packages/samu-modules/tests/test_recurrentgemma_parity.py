@@ -12,12 +12,18 @@ import samu_kernels
 
 pytest.importorskip("recurrentgemma.torch")
 
-from modules_testing import perturb_parameters_, relative_error, segment_positions
+from modules_testing import (
+    LAYER_VARIANTS,
+    perturb_parameters_,
+    relative_error,
+    segment_positions,
+)
 from recurrentgemma import common
 from recurrentgemma.torch import modules as rg_modules
 
 from samu_modules import (
     BlockConfig,
+    Layers,
     ResidualBlock,
     convert_recurrentgemma_state_dict,
     from_recurrentgemma,
@@ -42,11 +48,11 @@ def recurrentgemma_block(width: int = D, rnn_width: int = R, seed: int = 0) -> t
     return block
 
 
-def random_pair() -> tuple[torch.nn.Module, ResidualBlock]:
+def random_pair(layers: Layers = "torch") -> tuple[torch.nn.Module, ResidualBlock]:
     """A recurrentgemma block with every parameter randomised, and ours loaded from it."""
     theirs = recurrentgemma_block()
     perturb_parameters_(theirs, torch.Generator().manual_seed(1), scale=0.2)
-    ours = from_recurrentgemma(theirs, backend="reference")
+    ours = from_recurrentgemma(theirs, backend="reference", layers=layers)
     return theirs, ours
 
 
@@ -58,8 +64,9 @@ def test_loader_reads_the_config() -> None:
     assert (config.architecture, config.backend) == ("rglru", "reference")
 
 
-def test_forward_and_gradients_match_recurrentgemma() -> None:
-    theirs, ours = random_pair()
+@pytest.mark.parametrize("layers", LAYER_VARIANTS)
+def test_forward_and_gradients_match_recurrentgemma(layers: Layers) -> None:
+    theirs, ours = random_pair(layers)
     torch.manual_seed(2)
     length = 21
     segment_pos = segment_positions(length, [[5, 6, 17], [1, 2, 3], [20], []])

@@ -1,4 +1,5 @@
-"""The block on the default Triton backends (under TRITON_INTERPRET=1 without a GPU)."""
+"""The block on the default Triton backends and either layers, against the reference backend
+with PyTorch layers (under TRITON_INTERPRET=1 without a GPU)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import pytest
 import torch
 from modules_testing import (
+    LAYER_VARIANTS,
     WIDTH,
     random_block,
     relative_error,
@@ -16,6 +18,7 @@ from modules_testing import (
 )
 
 import samu_kernels
+from samu_modules import Layers
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1",
@@ -24,10 +27,11 @@ pytestmark = pytest.mark.skipif(
 TOLERANCE = 1e-4
 
 
+@pytest.mark.parametrize("layers", LAYER_VARIANTS)
 @pytest.mark.parametrize("architecture", ["rglru", "samu"])
-def test_default_backends_match_reference(architecture: str) -> None:
+def test_default_backends_match_reference(architecture: str, layers: Layers) -> None:
     reference = random_block(tiny_config(architecture))  # type: ignore[arg-type]
-    triton = with_backend(reference, samu_kernels.DEFAULT_BACKENDS[architecture])
+    triton = with_backend(reference, samu_kernels.DEFAULT_BACKENDS[architecture], layers=layers)
     torch.manual_seed(0)
     length = 37  # not a multiple of the chunk
     segment_pos = segment_positions(length, [[5, 20], [36]])

@@ -3,6 +3,11 @@
 Run on a CUDA GPU::
 
     python -m samu_kernels.benchmark --out kernels.json
+    python -m samu_kernels.benchmark --sweep --out sweep.json
+
+``--sweep`` times each reference-file backend on each reference shape under a small grid of
+launch geometries (``sweep_grid.py``, applied through ``SAMU_KERNELS_TILE``) next to the
+peers, and prints the best geometry per (shape, backend) and the full table.
 
 It measures the device copy bandwidth (a large device-to-device copy, bytes read plus
 written), then times forward + backward (median of ``triton.testing.do_bench``) of each
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,10 +40,12 @@ from pathlib import Path
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
+from samu_kernels.common.geometry import TILE_ENV, format_tile
 from samu_kernels.rglru import rglru_scan
 from samu_kernels.samu import samu_scan
+from samu_kernels.sweep_grid import sweep_tiles
 
-__all__ = ["BenchmarkRow", "main", "measure_copy_bandwidth", "run_benchmark"]
+__all__ = ["BenchmarkRow", "main", "measure_copy_bandwidth", "run_benchmark", "run_sweep"]
 
 REFERENCE_SHAPES: dict[str, tuple[int, int, int]] = {
     "state2048_short": (4, 2048, 2048),
@@ -68,6 +76,8 @@ class BenchmarkRow:
     counted_bytes: int
     gbps: float
     percent_of_copy: float
+    geometry: str = ""
+    """The ``SAMU_KERNELS_TILE`` value timed (empty: the heuristic's)."""
 
 
 def measure_copy_bandwidth(device: torch.device, nbytes: int = 2**31) -> float:
@@ -80,10 +90,11 @@ def measure_copy_bandwidth(device: torch.device, nbytes: int = 2**31) -> float:
     return float(2 * nbytes / (ms * 1e-3) / 1e9)
 
 
-def _time(step: Step, leaves: Sequence[torch.Tensor]) -> float:
+def _time(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) -> float:
     from triton.testing import do_bench  # noqa: PLC0415 (triton is optional; GPU only)
 
-    return float(do_bench(step, grad_to_none=list(leaves), return_mode="median"))
+    budget = {"warmup": 10, "rep": 40} if quick else {}
+    return float(do_bench(step, grad_to_none=list(leaves), return_mode="median", **budget))
 
 
 def _rglru_step(
@@ -170,7 +181,6 @@ def run_benchmark(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
     for case, shape in REFERENCE_SHAPES.items():
-        elements = math.prod(shape)
         candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
         for architecture, backend in BACKENDS:
             make = _rglru_step if architecture == "rglru" else _samu_step
@@ -178,35 +188,99 @@ def run_benchmark(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
         for name, (step, leaves) in _peer_steps(shape, device).items():
             candidates.append((name, "linear_scan", step, leaves))
         for name, architecture, step, leaves in candidates:
-            ms = _time(step, leaves)
-            counted = COUNTED_TENSORS[architecture] * elements * 2
-            gbps = counted / (ms * 1e-3) / 1e9
-            rows.append(
-                BenchmarkRow(
-                    name, architecture, case, shape, ms, counted, gbps, 100 * gbps / copy_gbps
-                )
-            )
-            print(
-                f"{case:18s} {architecture:11s} {name:80s} {ms:8.3f} ms "
-                f"{gbps:7.0f} GB/s {100 * gbps / copy_gbps:5.1f}%",
-                flush=True,
-            )
+            rows.append(_row(name, architecture, case, shape, _time(step, leaves), copy_gbps))
         del candidates
         torch.cuda.empty_cache()
     return copy_gbps, rows
+
+
+def _row(
+    name: str,
+    architecture: str,
+    case: str,
+    shape: tuple[int, int, int],
+    ms: float,
+    copy_gbps: float,
+    geometry: str = "",
+) -> BenchmarkRow:
+    """The row of one timing, printed as it is made."""
+    counted = COUNTED_TENSORS[architecture] * math.prod(shape) * 2
+    gbps = counted / (ms * 1e-3) / 1e9
+    row = BenchmarkRow(
+        name, architecture, case, shape, ms, counted, gbps, 100 * gbps / copy_gbps, geometry
+    )
+    print(_format_row(row), flush=True)
+    return row
+
+
+def _format_row(row: BenchmarkRow) -> str:
+    return (
+        f"{row.case:18s} {row.architecture:11s} {row.implementation:72s} "
+        f"{row.median_ms:8.3f} ms {row.gbps:7.0f} GB/s {row.percent_of_copy:5.1f}%  "
+        f"{row.geometry}"
+    )
+
+
+def run_sweep(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
+    """Copy bandwidth (GB/s) and one row per (reference-file backend, shape, geometry),
+    plus one per (peer, shape). Geometries come from :func:`sweep_tiles`."""
+    copy_gbps = measure_copy_bandwidth(device)
+    multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
+    previous = os.environ.get(TILE_ENV)
+    rows = []
+    try:
+        for case, shape in REFERENCE_SHAPES.items():
+            for architecture, backend, _ in REFERENCE_FILE_ROWS:
+                make = _rglru_step if architecture == "rglru" else _samu_step
+                step, leaves = make(shape, backend, device)
+                for tile in sweep_tiles(backend, shape, multiprocessors):
+                    geometry = format_tile(tile)
+                    os.environ[TILE_ENV] = geometry
+                    ms = _time(step, leaves, quick=True)
+                    rows.append(_row(backend, architecture, case, shape, ms, copy_gbps, geometry))
+                del step, leaves
+            os.environ.pop(TILE_ENV, None)
+            for name, (step, leaves) in _peer_steps(shape, device).items():
+                rows.append(_row(name, "linear_scan", case, shape, _time(step, leaves), copy_gbps))
+            torch.cuda.empty_cache()
+    finally:
+        if previous is None:
+            os.environ.pop(TILE_ENV, None)
+        else:
+            os.environ[TILE_ENV] = previous
+    return copy_gbps, rows
+
+
+def best_rows(rows: Sequence[BenchmarkRow]) -> list[BenchmarkRow]:
+    """The fastest row per (case, implementation), in first-seen order."""
+    best: dict[tuple[str, str], BenchmarkRow] = {}
+    for row in rows:
+        key = (row.case, row.implementation)
+        if key not in best or row.median_ms < best[key].median_ms:
+            best[key] = row
+    return list(best.values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m samu_kernels.benchmark --out results.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="time the reference-file backends under a grid of launch geometries",
+    )
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("samu_kernels.benchmark needs a CUDA GPU")
         return 2
     device = torch.device("cuda")
-    copy_gbps, rows = run_benchmark(device)
+    copy_gbps, rows = (run_sweep if args.sweep else run_benchmark)(device)
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name(device)})")
+    if args.sweep:
+        print(f"best geometry per (shape, implementation) ({TILE_ENV} values):")
+        for row in best_rows(rows):
+            print(_format_row(row))
     args.out.write_text(
         json.dumps(
             {
@@ -214,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "torch": torch.__version__,
                 "copy_bandwidth_gbps": copy_gbps,
                 "default_backends": DEFAULT_BACKENDS,
+                "sweep": args.sweep,
                 "rows": [asdict(row) for row in rows],
             },
             indent=2,

@@ -8,9 +8,11 @@ from samu_modules.block_diagonal import BlockDiagonalLinear
 from samu_modules.config import (
     ARCHITECTURES,
     DEFAULT,
+    LAYERS,
     REFERENCE_CASES,
     Architecture,
     BlockConfig,
+    Layers,
     ReferenceCase,
 )
 from samu_modules.conv import Conv1D
@@ -30,6 +32,7 @@ from samu_modules.state import BlockState
 __all__ = [
     "ARCHITECTURES",
     "DEFAULT",
+    "LAYERS",
     "REFERENCE_CASES",
     "RGLRU",
     "SAMU",
@@ -38,6 +41,7 @@ __all__ = [
     "BlockDiagonalLinear",
     "BlockState",
     "Conv1D",
+    "Layers",
     "MLPBlock",
     "RMSNorm",
     "RecurrentBlock",

@@ -44,9 +44,10 @@ class BlockDiagonalLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Apply the map to `x` [..., width]; returns [..., width].
 
-        The product is a batched matmul (bf16 under autocast); adding the fp32 bias
-        promotes the result to fp32 under autocast.
+        The product is a batched matmul (bf16 under autocast); the bias is added in the
+        product's dtype, so the result is bf16 under bf16 autocast (no float32 copy).
         """
         blocks = x.reshape(*x.shape[:-1], self.num_blocks, self.block_width)
-        y = torch.einsum("...hi,hij->...hj", blocks, self.w) + self.b
+        product = torch.einsum("...hi,hij->...hj", blocks, self.w)
+        y = product + self.b.to(product.dtype)
         return y.flatten(-2)

@@ -15,6 +15,11 @@ Architecture = Literal["rglru", "samu"]
 
 ARCHITECTURES: tuple[Architecture, ...] = get_args(Architecture)
 
+Layers = Literal["auto", "fused", "torch"]
+"""How the block computes its norms and GELUs (see `BlockConfig.layers`)."""
+
+LAYERS: tuple[Layers, ...] = get_args(Layers)
+
 DEFAULT = "default"
 """Backend/controller value resolved to the architecture's default by `BlockConfig`."""
 
@@ -59,11 +64,16 @@ class BlockConfig:
         num_heads: number of diagonal blocks of the RG-LRU gate matrices.
         conv1d_width: temporal width of the causal convolution.
         mlp_expansion: hidden width of the MLP as a multiple of `width`.
+        layers: "fused" runs the norms (the second one with the residual add) and the
+            GELUs through samu-kernels' fused Triton ops; "torch" composes PyTorch ops
+            (what Inductor fuses best under `torch.compile`); "auto" is "fused" in eager
+            mode where Triton serves the input (CUDA, or TRITON_INTERPRET=1) with a
+            float32/bfloat16 dtype and float32 parameters, else "torch".
 
     Raises:
-        ValueError: on a non-positive size, an unknown architecture, an RG-LRU `rnn_width`
-            not divisible by `num_heads`, or a backend/controller that does not fit the
-            architecture (checked by `samu_kernels.check_backend`).
+        ValueError: on a non-positive size, an unknown architecture or layers, an RG-LRU
+            `rnn_width` not divisible by `num_heads`, or a backend/controller that does not
+            fit the architecture (checked by `samu_kernels.check_backend`).
     """
 
     width: int
@@ -75,6 +85,7 @@ class BlockConfig:
     num_heads: int = 16
     conv1d_width: int = 4
     mlp_expansion: int = 3
+    layers: Layers = "auto"
 
     def __post_init__(self) -> None:
         for name in ("width", "rnn_width", "depth", "num_heads", "conv1d_width", "mlp_expansion"):
@@ -83,6 +94,8 @@ class BlockConfig:
             raise ValueError(
                 f"architecture must be one of {list(ARCHITECTURES)}, got {self.architecture!r}"
             )
+        if self.layers not in LAYERS:
+            raise ValueError(f"layers must be one of {list(LAYERS)}, got {self.layers!r}")
         if self.architecture == "rglru" and self.rnn_width % self.num_heads:
             raise ValueError(
                 f"rnn_width ({self.rnn_width}) must be divisible by num_heads "

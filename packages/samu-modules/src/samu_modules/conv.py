@@ -52,42 +52,50 @@ class Conv1D(nn.Module):
         segment_pos: torch.Tensor | None = None,
         state: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Convolve `x` [B, L, width] over time.
+        """Convolve `x` [B, L, width] over time, in x's dtype.
+
+        Every tap is one multiply-add (`torch.addcmul`) with the parameters cast to x's
+        dtype: for bfloat16 `x` (under autocast) the arithmetic of a tap runs in float32
+        and rounds once, and no float32 [B, L, width] tensor is made.
 
         Args:
             x: inputs [B, L, width], any float dtype.
             segment_pos: [B, L] integer positions, 0 where a document starts; None for
-                no document start inside `x`.
+                no document start inside `x` (no mask is then computed).
             state: the `history` inputs before `x` [B, history, width] (cast to x.dtype);
                 None for zeros.
 
         Returns:
-            `(output, new_state)`: output [B, L, width] in the promoted dtype of `x` and the
-            parameters; new_state [B, history, width] in x.dtype, the last `history`
-            inputs with those of a finished document zeroed.
+            `(output, new_state)`: output [B, L, width] in x.dtype and new_state
+            [B, history, width] in x.dtype, the last `history` inputs with those of a
+            finished document zeroed.
         """
-        batch, length, width = x.shape
+        length = x.shape[1]
+        history = self.history
         if state is None:
-            state = x.new_zeros(batch, self.history, width)
-        padded = torch.cat([state.to(x.dtype), x], dim=1)
+            padded = nn.functional.pad(x, (0, 0, history, 0))
+        else:
+            padded = torch.cat([state.to(x.dtype), x], dim=1)
         document = None
         if segment_pos is not None:
             # Document index of every padded position; the state is document 0.
             starts = torch.cumsum(segment_pos == 0, dim=1)
-            document = nn.functional.pad(starts, (self.history, 0))
+            document = nn.functional.pad(starts, (history, 0))
 
-        output = x * self.w[self.history]
+        weight = self.w.to(x.dtype)
+        # Tap 0 reads x through `padded` too, so only `padded` is kept for the backward.
+        output = torch.addcmul(self.b.to(x.dtype), padded[:, history:], weight[history])
         for shift in range(1, self.temporal_width):
-            begin = self.history - shift
+            begin = history - shift
             window = padded[:, begin : begin + length]
             if document is not None:
-                same = document[:, begin : begin + length] == document[:, self.history :]
+                same = document[:, begin : begin + length] == document[:, history:]
                 window = window * same.unsqueeze(-1).to(x.dtype)
-            output = output + window * self.w[self.history - shift]
-        output = output + self.b
+            output = torch.addcmul(output, window, weight[history - shift])
 
         new_state = padded[:, length:]
         if document is None:
+            # A copy, so a state kept for streaming does not hold all of `padded`.
             return output, new_state.clone()
         keep = document[:, length:] == document[:, -1:]
         return output, new_state * keep.unsqueeze(-1).to(x.dtype)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from samu_modules.config import DEFAULT, BlockConfig, depth_from_variance_scale
+from samu_modules.config import DEFAULT, BlockConfig, Layers, depth_from_variance_scale
 from samu_modules.residual_block import ResidualBlock
 
 _RGLRU_PREFIX = "recurrent_block.rg_lru."
@@ -71,7 +71,11 @@ def load_recurrentgemma_state_dict(
 
 
 def from_recurrentgemma(
-    block: nn.Module, *, backend: str = DEFAULT, device: torch.device | str | None = None
+    block: nn.Module,
+    *,
+    backend: str = DEFAULT,
+    layers: Layers = "auto",
+    device: torch.device | str | None = None,
 ) -> ResidualBlock:
     """A `ResidualBlock` equal to a recurrent `recurrentgemma.torch.modules.ResidualBlock`.
 
@@ -81,6 +85,7 @@ def from_recurrentgemma(
     Args:
         block: a recurrentgemma ResidualBlock with `TemporalBlockType.RECURRENT`.
         backend: RG-LRU scan backend of the new block ("reference" runs on any device).
+        layers: fused Triton or PyTorch norms and GELUs (`BlockConfig.layers`).
         device: device of the new block; default: that of `block`'s parameters.
 
     Returns:
@@ -111,6 +116,7 @@ def from_recurrentgemma(
         num_heads=int(settings["num_heads"]),
         conv1d_width=int(settings["conv1d_temporal_width"]),
         mlp_expansion=expanded_width // width,
+        layers=layers,
     )
     reference = next(block.parameters())
     ours = ResidualBlock(

@@ -5,7 +5,34 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from samu_kernels.gated_gelu import gelu_tanh_gate
+from samu_modules.autocast import compute_dtype
 from samu_modules.init import normal_variance_scaled_
+
+
+def split_linear(x: torch.Tensor, linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
+    """`linear(x).chunk(2, -1)` as two contiguous products, one per half of the weight rows.
+
+    The halves of one product are strided views; a kernel that reads contiguous tensors
+    would copy both. Here the weight and bias are cast once to x's compute dtype and split
+    into row blocks (contiguous views), so each product is written contiguous and the
+    backward stacks the two weight gradients into one.
+
+    Args:
+        x: [..., in_features].
+        linear: a layer with an even `out_features` and a bias.
+
+    Returns:
+        `(first, second)`, each [..., out_features / 2] in the compute dtype of `x`.
+    """
+    dtype = compute_dtype(x)
+    first_weight, second_weight = linear.weight.to(dtype).chunk(2, dim=0)
+    first_bias, second_bias = linear.bias.to(dtype).chunk(2, dim=0)
+    x = x.to(dtype)
+    return (
+        nn.functional.linear(x, first_weight, first_bias),
+        nn.functional.linear(x, second_weight, second_bias),
+    )
 
 
 class MLPBlock(nn.Module):
@@ -42,8 +69,18 @@ class MLPBlock(nn.Module):
         )
         nn.init.zeros_(self.ffw_down.bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Apply the MLP to `x` [..., width]; returns [..., width]."""
-        gate, value = self.ffw_up(x).chunk(2, dim=-1)
-        output: torch.Tensor = self.ffw_down(nn.functional.gelu(gate, approximate="tanh") * value)
+    def forward(self, x: torch.Tensor, *, fused: bool = False) -> torch.Tensor:
+        """Apply the MLP to `x` [..., width]; returns [..., width].
+
+        `fused` computes the gate and the value as two contiguous products (`split_linear`)
+        and the gated GELU with samu-kernels' Triton op (float32/bfloat16), which saves only
+        the gate and the value for the backward. Otherwise the gate and value are views of
+        one product and the GELU and product are PyTorch ops (Inductor fuses them).
+        """
+        if fused:
+            hidden = gelu_tanh_gate(*split_linear(x, self.ffw_up))
+        else:
+            gate, value = self.ffw_up(x).chunk(2, dim=-1)
+            hidden = nn.functional.gelu(gate, approximate="tanh") * value
+        output: torch.Tensor = self.ffw_down(hidden)
         return output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from samu_kernels.gated_gelu import gelu_tanh
 from samu_modules.autocast import compute_dtype
 from samu_modules.config import BlockConfig
 from samu_modules.conv import Conv1D
@@ -70,21 +71,27 @@ class RecurrentBlock(nn.Module):
         x: torch.Tensor,
         segment_pos: torch.Tensor | None,
         state: BlockState | None,
+        *,
+        fused: bool = False,
     ) -> tuple[torch.Tensor, BlockState]:
         """Mix `x` [B, L, D] over time.
 
         Args:
-            x: normalised activations [B, L, D].
+            x: normalised activations [B, L, D] (in the compute dtype, so the two linear
+                branches share one copy).
             segment_pos: [B, L] integer positions (0 starts a document), or None for no
                 document start inside `x` but its first token when `state` is None.
             state: the state after the previous piece, or None to start from zeros.
+            fused: run the GELU of the `y` branch with samu-kernels' Triton op (it saves
+                only its input) instead of PyTorch's.
 
         Returns:
             `(output, state)`: output [B, L, D] (bf16 under bf16 autocast, else x.dtype)
             and the state after this piece.
         """
         dtype = compute_dtype(x)
-        y = nn.functional.gelu(self.linear_y(x), approximate="tanh").to(dtype)
+        y_branch = self.linear_y(x)
+        y = gelu_tanh(y_branch) if fused else nn.functional.gelu(y_branch, approximate="tanh")
         u, conv_state = self.conv_1d(
             self.linear_x(x), segment_pos, None if state is None else state.conv
         )
@@ -93,6 +100,6 @@ class RecurrentBlock(nn.Module):
             # A fresh row is one document: its first token starts it (multiplier 1).
             scan_positions = _single_document_positions(x)
         mixed, h_last = self.mixer(
-            u.to(dtype), y, scan_positions, None if state is None else state.h
+            u.to(dtype), y.to(dtype), scan_positions, None if state is None else state.h
         )
         return self.linear_out(mixed), BlockState(h=h_last, conv=conv_state)

@@ -7,7 +7,9 @@ from typing import Literal, overload
 import torch
 from torch import nn
 
+from samu_modules.autocast import compute_dtype
 from samu_modules.config import BlockConfig
+from samu_modules.layer_choice import use_fused_layers
 from samu_modules.mlp import MLPBlock
 from samu_modules.norm import RMSNorm
 from samu_modules.recurrent_block import RecurrentBlock
@@ -19,7 +21,9 @@ class ResidualBlock(nn.Module):
     """One Griffin residual block with an RG-LRU or SAMU mixer.
 
     `x = x + recurrent_block(temporal_pre_norm(x))`, then
-    `x = x + mlp_block(channel_pre_norm(x))`.
+    `x = x + mlp_block(channel_pre_norm(x))`. The norms return the compute dtype (the
+    autocast dtype under autocast), so the matrix products read them without a cast.
+    `config.layers` picks the fused Triton norms/GELUs or the PyTorch composition.
 
     Args:
         config: the block's sizes, mixer, backend and controller.
@@ -106,9 +110,13 @@ class ResidualBlock(nn.Module):
             check_segment_pos(segment_pos, x)
         if state is not None:
             check_state(state, x, self.config.rnn_width, self.config.conv1d_width - 1)
-        mixed, new_state = self.recurrent_block(self.temporal_pre_norm(x), segment_pos, state)
-        residual: torch.Tensor = mixed + x
-        output: torch.Tensor = self.mlp_block(self.channel_pre_norm(residual)) + residual
+        fused = use_fused_layers(self.config.layers, x, self.temporal_pre_norm.scale)
+        dtype = compute_dtype(x)
+        mixed, new_state = self.recurrent_block(
+            self.temporal_pre_norm(x, dtype, fused=fused), segment_pos, state, fused=fused
+        )
+        residual, normalized = self.channel_pre_norm.add_and_normalize(mixed, x, dtype, fused=fused)
+        output: torch.Tensor = (self.mlp_block(normalized, fused=fused) + residual).to(x.dtype)
         if return_state:
             return output, new_state
         return output

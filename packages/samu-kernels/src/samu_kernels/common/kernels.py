@@ -5,13 +5,18 @@ Grids: ``n_rb = cdiv(R, BLOCK_R)`` channel blocks; axis 0 of every grid is
 
 Forward
   * ``forward_sequential_kernel``: each program walks its chunks in order.
-  * hierarchical: ``chunk_summary_kernel`` (decay product and zero-start end state of every
-    chunk) -> ``prefix_kernel`` (incoming state of every chunk) -> ``forward_chunks_kernel``
-    (outputs of every chunk from its incoming state).
+  * hierarchical: the chunks are cut into runs of ``chunks_per_program`` consecutive
+    chunks (grid axis 1). ``run_summary_kernel`` (decay product and zero-start end state of
+    every run) -> ``prefix_kernel`` (incoming state of every run) -> ``forward_runs_kernel``
+    (outputs of every run from its incoming state, chunk by chunk).
 Backward (reverse time; dL/dh_t = g_t + a_{t+1} dL/dh_{t+1})
   * ``backward_sequential_kernel``: each program walks its chunks from the last.
-  * hierarchical: ``reverse_chunk_summary_kernel`` -> ``prefix_kernel`` (REVERSE) ->
-    ``backward_chunks_kernel`` (each program a run of ``chunks_per_program`` chunks).
+  * hierarchical: ``reverse_run_summary_kernel`` -> ``prefix_kernel`` (REVERSE) ->
+    ``backward_runs_kernel`` (each run from its last chunk).
+
+Every loop over chunks is software-pipelined (``tl.range(..., num_stages=NUM_STAGES)``):
+a chunk's loads never depend on the carried state, so the next chunks' loads are in
+flight while the current one scans.
 
 ``SAVED`` is either the checkpoints [B, n_chunks, R] fp32 (the incoming state of every
 chunk; fused_write) or all states [B, L, R] fp32.
@@ -66,6 +71,7 @@ def forward_sequential_kernel(
     HAS_RESETS: tl.constexpr,
     HAS_H0: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
@@ -76,7 +82,9 @@ def forward_sequential_kernel(
         h = tl.load(H0 + state_row, mask=col_mask, other=0.0)
     else:
         h = tl.zeros([BLOCK_R], dtype=tl.float32)
-    for chunk in range(n_chunks):
+    # The loads of a chunk do not depend on the carried state: the pipeliner issues them
+    # NUM_STAGES - 1 chunks ahead.
+    for chunk in tl.range(0, n_chunks, num_stages=NUM_STAGES):
         h = forward_chunk(
             U,
             GATE_X,
@@ -111,7 +119,14 @@ def forward_sequential_kernel(
 
 
 @triton.jit
-def chunk_summary_kernel(
+def _program_run(chunks_per_program, n_chunks):
+    """(first chunk, one past the last chunk) of this program's run (grid axis 1)."""
+    first = tl.program_id(1) * chunks_per_program
+    return first, tl.minimum(first + chunks_per_program, n_chunks)
+
+
+@triton.jit
+def run_summary_kernel(
     U,
     GATE_X,
     GATE_A,
@@ -123,42 +138,51 @@ def chunk_summary_kernel(
     L,
     R,
     n_chunks,
+    chunks_per_program,
+    n_runs,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
+    """Summary of a run of chunks: s -> SUM_A s + SUM_B (decay product, end state from 0)."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
-    chunk = tl.program_id(1)
     decay_scale, _, w_a, w_x, b_a, b_x, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    decay, end_state = chunk_summary(
-        U,
-        GATE_X,
-        GATE_A,
-        RESET,
-        b,
-        chunk,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        w_x,
-        b_a,
-        b_x,
-        GATE_MODE,
-        T,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    offs = state_offsets(b, chunk, offs_r, R, n_chunks)
-    tl.store(SUM_A + offs, decay, mask=col_mask)
-    tl.store(SUM_B + offs, end_state, mask=col_mask)
+    first, last = _program_run(chunks_per_program, n_chunks)
+    run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
+    run_state = tl.zeros([BLOCK_R], dtype=tl.float32)
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        decay, end_state = chunk_summary(
+            U,
+            GATE_X,
+            GATE_A,
+            RESET,
+            b,
+            chunk,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            decay_scale,
+            w_a,
+            w_x,
+            b_a,
+            b_x,
+            GATE_MODE,
+            T,
+            SHARED_SFU,
+            HAS_RESETS,
+        )
+        run_decay = decay * run_decay
+        run_state = decay * run_state + end_state
+    offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
+    tl.store(SUM_A + offs, run_decay, mask=col_mask)
+    tl.store(SUM_B + offs, run_state, mask=col_mask)
 
 
 @triton.jit
@@ -169,29 +193,29 @@ def prefix_kernel(
     CARRY,
     FINAL,
     R,
-    n_chunks,
+    n_summaries,
     G: tl.constexpr,
     BLOCK_R: tl.constexpr,
     HAS_INIT: tl.constexpr,
     REVERSE: tl.constexpr,
 ):
-    """Carry the state across chunk summaries s_c -> A_c s + B_c, G summaries at a time
+    """Carry the state across run summaries s_c -> A_c s + B_c, G summaries at a time
     (an associative scan inside each group, a sequential carry across groups).
 
-    Forward: CARRY[b, c] = state entering chunk c (INIT or 0 for c = 0), FINAL = end state.
-    Reverse: CARRY[b, c] = dL/dh at chunk c+1's first row (INIT or 0 for the last chunk).
+    Forward: CARRY[b, c] = state entering run c (INIT or 0 for c = 0), FINAL = end state.
+    Reverse: CARRY[b, c] = dL/dh at run c+1's first row (INIT or 0 for the last run).
     """
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     if HAS_INIT:
         carry = tl.load(INIT + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
     else:
         carry = tl.zeros([BLOCK_R], dtype=tl.float32)
-    n_groups = tl.cdiv(n_chunks, G)
+    n_groups = tl.cdiv(n_summaries, G)
     for k in range(n_groups):
         start = (n_groups - 1 - k) * G if REVERSE else k * G
         c = start + tl.arange(0, G)
-        offs = (b.to(tl.int64) * n_chunks + c)[:, None] * R + offs_r[None, :]
-        mask = (c < n_chunks)[:, None] & col_mask[None, :]
+        offs = (b.to(tl.int64) * n_summaries + c)[:, None] * R + offs_r[None, :]
+        mask = (c < n_summaries)[:, None] & col_mask[None, :]
         decay = tl.load(SUM_A + offs, mask=mask, other=1.0)
         end_state = tl.load(SUM_B + offs, mask=mask, other=0.0)
         if REVERSE:
@@ -201,28 +225,30 @@ def prefix_kernel(
             tl.store(
                 CARRY + offs - R,
                 states,
-                mask=((c >= 1) & (c - 1 < n_chunks))[:, None] & col_mask[None, :],
+                mask=((c >= 1) & (c - 1 < n_summaries))[:, None] & col_mask[None, :],
             )
             last = start + G - 1
             tl.store(
-                CARRY + state_offsets(b, last, offs_r, R, n_chunks),
+                CARRY + state_offsets(b, last, offs_r, R, n_summaries),
                 carry,
-                mask=col_mask & (offs_r * 0 + last < n_chunks),
+                mask=col_mask & (offs_r * 0 + last < n_summaries),
             )
             carry = first_row(states, G)
         else:
             decay_cum, state_cum = tl.associative_scan((decay, end_state), 0, combine)
             states = decay_cum * carry[None, :] + state_cum
             # states[i] is the state after chunk c_i: the incoming state of chunk c_i + 1.
-            tl.store(CARRY + offs + R, states, mask=(c + 1 < n_chunks)[:, None] & col_mask[None, :])
-            tl.store(CARRY + state_offsets(b, start, offs_r, R, n_chunks), carry, mask=col_mask)
+            tl.store(
+                CARRY + offs + R, states, mask=(c + 1 < n_summaries)[:, None] & col_mask[None, :]
+            )
+            tl.store(CARRY + state_offsets(b, start, offs_r, R, n_summaries), carry, mask=col_mask)
             carry = last_row(states, G)
     if not REVERSE:
         tl.store(FINAL + b.to(tl.int64) * R + offs_r, carry, mask=col_mask)
 
 
 @triton.jit
-def forward_chunks_kernel(
+def forward_runs_kernel(
     U,
     GATE_X,
     GATE_A,
@@ -236,6 +262,8 @@ def forward_chunks_kernel(
     L,
     R,
     n_chunks,
+    chunks_per_program,
+    n_runs,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -243,43 +271,48 @@ def forward_chunks_kernel(
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
+    """Outputs of a run of chunks from the state entering it (CARRY [B, n_runs, R])."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
-    chunk = tl.program_id(1)
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    h_in = tl.load(CARRY + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0)
-    forward_chunk(
-        U,
-        GATE_X,
-        GATE_A,
-        Y,
-        RESET,
-        OUT,
-        SAVED,
-        b,
-        chunk,
-        h_in,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        n_chunks,
-        decay_scale,
-        w_a,
-        w_x,
-        b_a,
-        b_x,
-        skip,
-        GATE_MODE,
-        OUT_MODE,
-        T,
-        SHARED_SFU,
-        HAS_RESETS,
-        False,
-        not FUSED_WRITE,
+    first, last = _program_run(chunks_per_program, n_chunks)
+    h = tl.load(
+        CARRY + state_offsets(b, tl.program_id(1), offs_r, R, n_runs), mask=col_mask, other=0.0
     )
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        h = forward_chunk(
+            U,
+            GATE_X,
+            GATE_A,
+            Y,
+            RESET,
+            OUT,
+            SAVED,
+            b,
+            chunk,
+            h,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            n_chunks,
+            decay_scale,
+            w_a,
+            w_x,
+            b_a,
+            b_x,
+            skip,
+            GATE_MODE,
+            OUT_MODE,
+            T,
+            SHARED_SFU,
+            HAS_RESETS,
+            FUSED_WRITE,
+            not FUSED_WRITE,
+        )
 
 
 @triton.jit
@@ -310,6 +343,7 @@ def backward_sequential_kernel(
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
@@ -325,7 +359,7 @@ def backward_sequential_kernel(
     acc_bx = d_h0
     acc_logc = d_h0
     acc_skip = d_h0
-    for i in range(n_chunks):
+    for i in tl.range(0, n_chunks, num_stages=NUM_STAGES):
         carry, d_h0, s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip = backward_chunk(
             U,
             GATE_X,
@@ -386,7 +420,7 @@ def backward_sequential_kernel(
 
 
 @triton.jit
-def reverse_chunk_summary_kernel(
+def reverse_run_summary_kernel(
     U,
     GATE_A,
     Y,
@@ -399,46 +433,57 @@ def reverse_chunk_summary_kernel(
     L,
     R,
     n_chunks,
+    chunks_per_program,
+    n_runs,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
+    """Reverse summary of a run: dL/dh at its first row = SUM_A carry + SUM_B, where carry
+    is dL/dh at the next run's first row."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
-    chunk = tl.program_id(1)
     decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    decay, d_state = reverse_chunk_summary(
-        U,
-        GATE_A,
-        Y,
-        GRAD_OUT,
-        RESET,
-        b,
-        chunk,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        b_a,
-        GATE_MODE,
-        OUT_MODE,
-        T,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    offs = state_offsets(b, chunk, offs_r, R, n_chunks)
-    tl.store(SUM_A + offs, decay, mask=col_mask)
-    tl.store(SUM_B + offs, d_state, mask=col_mask)
+    first, last = _program_run(chunks_per_program, n_chunks)
+    run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
+    run_grad = tl.zeros([BLOCK_R], dtype=tl.float32)
+    # Composed front to back: (run o chunk)(c) = run_decay (decay c + d_state) + run_grad.
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        decay, d_state = reverse_chunk_summary(
+            U,
+            GATE_A,
+            Y,
+            GRAD_OUT,
+            RESET,
+            b,
+            chunk,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            decay_scale,
+            w_a,
+            b_a,
+            GATE_MODE,
+            OUT_MODE,
+            T,
+            SHARED_SFU,
+            HAS_RESETS,
+        )
+        run_grad = run_decay * d_state + run_grad
+        run_decay = run_decay * decay
+    offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
+    tl.store(SUM_A + offs, run_decay, mask=col_mask)
+    tl.store(SUM_B + offs, run_grad, mask=col_mask)
 
 
 @triton.jit
-def backward_chunks_kernel(
+def backward_runs_kernel(
     U,
     GATE_X,
     GATE_A,
@@ -459,6 +504,7 @@ def backward_chunks_kernel(
     R,
     n_chunks,
     chunks_per_program,
+    n_runs,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -466,7 +512,10 @@ def backward_chunks_kernel(
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
+    """Backward of a run of chunks, last chunk first, from CARRY [B, n_runs, R] (dL/dh at
+    the next run's first row); one row of PARTIAL per program."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     run = tl.program_id(1)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
@@ -480,12 +529,10 @@ def backward_chunks_kernel(
     acc_bx = zero
     acc_logc = zero
     acc_skip = zero
-    first = run * chunks_per_program
-    last = tl.minimum(first + chunks_per_program, n_chunks)
-    for chunk in range(first, last):
-        carry = tl.load(
-            CARRY + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0
-        )
+    first, last = _program_run(chunks_per_program, n_chunks)
+    carry = tl.load(CARRY + state_offsets(b, run, offs_r, R, n_runs), mask=col_mask, other=0.0)
+    d_h0 = zero
+    for i in tl.range(0, last - first, num_stages=NUM_STAGES):
         carry, d_h0, s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip = backward_chunk(
             U,
             GATE_X,
@@ -499,7 +546,7 @@ def backward_chunks_kernel(
             D_GATE_A,
             D_Y,
             b,
-            chunk,
+            last - 1 - i,
             carry,
             offs_r,
             col_mask,
@@ -519,9 +566,6 @@ def backward_chunks_kernel(
             HAS_RESETS,
             FUSED_WRITE,
         )
-        tl.store(
-            D_H0 + b.to(tl.int64) * R + offs_r, d_h0, mask=col_mask & (offs_r * 0 + chunk == 0)
-        )
         acc_decay += s_decay
         acc_wa += s_wa
         acc_wx += s_wx
@@ -529,9 +573,11 @@ def backward_chunks_kernel(
         acc_bx += s_bx
         acc_logc += s_logc
         acc_skip += s_skip
+    # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
+    tl.store(D_H0 + b.to(tl.int64) * R + offs_r, d_h0, mask=col_mask & (offs_r * 0 + run == 0))
     store_partials(
         PARTIAL,
-        b * tl.num_programs(1) + run,
+        b * n_runs + run,
         offs_r,
         col_mask,
         R,

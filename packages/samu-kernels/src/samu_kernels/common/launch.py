@@ -1,8 +1,10 @@
 """Launchers of the scan kernels: buffer allocation, block sizes, grids and passes.
 
 A :class:`ScanConfig` holds what the kernels specialise on (gate mode, output mode and the
-backend's features). The launchers take the kernels through a ``wrap`` callable so that the
-custom ops can pass :func:`torch.library.wrap_triton` (traceable by ``torch.compile``).
+backend's features); ``geometry.choose_tile`` picks the launch geometry (overridable with
+the ``SAMU_KERNELS_TILE`` environment variable). The launchers take the kernels through a
+``wrap`` callable so that the custom ops can pass :func:`torch.library.wrap_triton`
+(traceable by ``torch.compile``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import triton
 
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels
+from samu_kernels.common.geometry import MAX_TILE_ELEMENTS, MIN_BLOCK_R, Tile, choose_tile
 
 __all__ = [
     "BackwardResult",
@@ -30,13 +33,6 @@ __all__ = [
     "new_buffer",
     "scan_config",
 ]
-
-TARGET_BACKWARD_PROGRAMS = 2048
-"""The hierarchical backward gives each program a run of chunks so that about this many
-programs (and rows of parameter-gradient partial sums) remain."""
-
-MAX_TILE_ELEMENTS = 2048
-"""Largest [T, BLOCK_R] tile for the chunk passes (16 fp32 values a thread at 4 warps)."""
 
 Wrap = Callable[[Any], Any]
 
@@ -124,51 +120,52 @@ def _multiprocessors(device: torch.device) -> int:
     return 4  # the interpreter: small tiles, several channel blocks
 
 
-def _block_r(width: int, chunk: int, programs_per_block: int, device: torch.device) -> int:
-    """Channels per program: a power of two in 16..128, at most MAX_TILE_ELEMENTS per tile,
-    and small enough that at least two programs per multiprocessor exist when possible."""
-    limit = max(16, min(128, MAX_TILE_ELEMENTS // chunk, int(triton.next_power_of_2(width))))
-    target = 2 * _multiprocessors(device)
-    block = limit
-    while block > 16 and programs_per_block * triton.cdiv(width, block) < target:
-        block //= 2
-    return block
-
-
-def _num_warps(chunk: int, block_r: int, *, backward: bool = False) -> int:
-    # The backward keeps about twice as many tile-sized values live: spread them wider.
-    return 8 if chunk * block_r >= (2048 if backward else 4096) else 4
-
-
 @dataclass(frozen=True)
 class _Geometry:
+    """Sizes of one launch: the problem, its chunks and runs, and the tile."""
+
     batch: int
     length: int
     width: int
     n_chunks: int
-    block_r: int
+    n_runs: int
     n_rb: int
-    num_warps: int
+    tile: Tile
 
     @classmethod
     def of(cls, u: torch.Tensor, config: ScanConfig) -> _Geometry:
         batch, length, width = u.shape
+        tile = choose_tile(
+            batch,
+            length,
+            width,
+            config.chunk,
+            hierarchical=config.hierarchical,
+            multiprocessors=_multiprocessors(u.device),
+        )
         n_chunks = triton.cdiv(length, config.chunk)
-        per_block = batch * (n_chunks if config.hierarchical else 1)
-        block_r = _block_r(width, config.chunk, per_block, u.device)
         return cls(
             batch,
             length,
             width,
             n_chunks,
-            block_r,
-            triton.cdiv(width, block_r),
-            _num_warps(config.chunk, block_r),
+            triton.cdiv(n_chunks, tile.chunks_per_program),
+            triton.cdiv(width, tile.block_r),
+            tile,
         )
 
-
-def _prefix_block_r(geometry: _Geometry, group: int) -> int:
-    return max(16, min(geometry.block_r, MAX_TILE_ELEMENTS // group))
+    def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
+        """The constexprs and launch options shared by the chunk kernels."""
+        return {
+            "GATE_MODE": int(config.gate_mode),
+            "OUT_MODE": int(config.out_mode),
+            "T": config.chunk,
+            "BLOCK_R": self.tile.block_r,
+            "SHARED_SFU": config.shared_sfu,
+            "HAS_RESETS": has_resets,
+            "NUM_STAGES": self.tile.num_stages,
+            "num_warps": self.tile.backward_warps if backward else self.tile.num_warps,
+        }
 
 
 @dataclass(frozen=True)
@@ -209,15 +206,7 @@ def launch_forward(
     result = allocate_forward(u, config)
     geo = _Geometry.of(u, config)
     pointers = [_or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)]
-    flags = {
-        "GATE_MODE": int(config.gate_mode),
-        "OUT_MODE": int(config.out_mode),
-        "T": config.chunk,
-        "BLOCK_R": geo.block_r,
-        "SHARED_SFU": config.shared_sfu,
-        "HAS_RESETS": reset is not None,
-        "num_warps": geo.num_warps,
-    }
+    flags = geo.flags(config, has_resets=reset is not None, backward=False)
     sizes = (geo.length, geo.width, geo.n_chunks)
     if not config.hierarchical:
         wrap(kernels.forward_sequential_kernel)[(geo.batch * geo.n_rb,)](
@@ -233,14 +222,15 @@ def launch_forward(
         )
         return result
 
-    states_shape = (geo.batch, geo.n_chunks, geo.width)
-    sum_a = new_buffer(u, states_shape, torch.float32)
-    sum_b = new_buffer(u, states_shape, torch.float32)
-    carry = result.saved if config.fused_write else new_buffer(u, states_shape, torch.float32)
-    grid = (geo.batch * geo.n_rb, geo.n_chunks)
+    runs = (geo.tile.chunks_per_program, geo.n_runs)
+    summaries_shape = (geo.batch, geo.n_runs, geo.width)
+    sum_a = new_buffer(u, summaries_shape, torch.float32)
+    sum_b = new_buffer(u, summaries_shape, torch.float32)
+    carry = new_buffer(u, summaries_shape, torch.float32)
+    grid = (geo.batch * geo.n_rb, geo.n_runs)
     u_, gate_x_, gate_a_, _, channel_, scalars_, reset_ = pointers
-    wrap(kernels.chunk_summary_kernel)[grid](
-        u_, gate_x_, gate_a_, channel_, scalars_, reset_, sum_a, sum_b, *sizes, **flags
+    wrap(kernels.run_summary_kernel)[grid](
+        u_, gate_x_, gate_a_, channel_, scalars_, reset_, sum_a, sum_b, *sizes, *runs, **flags
     )
     _launch_prefix(
         wrap,
@@ -253,12 +243,13 @@ def launch_forward(
         config=config,
         reverse=False,
     )
-    wrap(kernels.forward_chunks_kernel)[grid](
+    wrap(kernels.forward_runs_kernel)[grid](
         *pointers,
         carry,
         result.output,
         result.saved,
         *sizes,
+        *runs,
         FUSED_WRITE=config.fused_write,
         **flags,
     )
@@ -277,7 +268,7 @@ def _launch_prefix(
     config: ScanConfig,
     reverse: bool,
 ) -> None:
-    block_r = _prefix_block_r(geo, config.group)
+    block_r = max(MIN_BLOCK_R, min(geo.tile.block_r, MAX_TILE_ELEMENTS // config.group))
     grid = (geo.batch * triton.cdiv(geo.width, block_r),)
     wrap(kernels.prefix_kernel)[grid](
         sum_a,
@@ -286,12 +277,12 @@ def _launch_prefix(
         carry,
         final,
         geo.width,
-        geo.n_chunks,
+        geo.n_runs,
         G=config.group,
         BLOCK_R=block_r,
         HAS_INIT=init is not None,
         REVERSE=reverse,
-        num_warps=_num_warps(config.group, block_r),
+        num_warps=8 if config.group * block_r >= 4096 else 4,
     )
 
 
@@ -378,67 +369,68 @@ def launch_backward(
         _or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)
     )
     outputs = [_or(g, u) for g in grads.as_tuple()[:4]]
-    flags = {
-        "GATE_MODE": int(config.gate_mode),
-        "OUT_MODE": int(config.out_mode),
-        "T": config.chunk,
-        "BLOCK_R": geo.block_r,
-        "SHARED_SFU": config.shared_sfu,
-        "HAS_RESETS": reset is not None,
-        "FUSED_WRITE": config.fused_write,
-        "num_warps": _num_warps(config.chunk, geo.block_r, backward=True),
-    }
+    flags = geo.flags(config, has_resets=reset is not None, backward=True)
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
         partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
         wrap(kernels.backward_sequential_kernel)[(geo.batch * geo.n_rb,)](
-            *inputs, grad_final, saved, *outputs, grads.d_h0, partial, *sizes, **flags
-        )
-    else:
-        states_shape = (geo.batch, geo.n_chunks, geo.width)
-        sum_a = new_buffer(u, states_shape, torch.float32)
-        sum_b = new_buffer(u, states_shape, torch.float32)
-        carry = new_buffer(u, states_shape, torch.float32)
-        wrap(kernels.reverse_chunk_summary_kernel)[(geo.batch * geo.n_rb, geo.n_chunks)](
-            u_,
-            gate_a_,
-            y_,
-            channel_,
-            scalars_,
-            reset_,
-            grad_output,
-            sum_a,
-            sum_b,
-            *sizes,
-            **{k: v for k, v in flags.items() if k != "FUSED_WRITE"},
-        )
-        _launch_prefix(
-            wrap,
-            sum_a,
-            sum_b,
-            init=grad_final,
-            carry=carry,
-            final=sum_a,
-            geo=geo,
-            config=config,
-            reverse=True,
-        )
-        programs = geo.batch * geo.n_rb * geo.n_chunks
-        per_program = max(1, min(geo.n_chunks, programs // TARGET_BACKWARD_PROGRAMS))
-        runs = triton.cdiv(geo.n_chunks, per_program)
-        partial = new_buffer(u, (geo.batch * runs, config.num_partials, geo.width), torch.float32)
-        wrap(kernels.backward_chunks_kernel)[(geo.batch * geo.n_rb, runs)](
             *inputs,
-            carry,
+            grad_final,
             saved,
             *outputs,
             grads.d_h0,
             partial,
             *sizes,
-            per_program,
+            FUSED_WRITE=config.fused_write,
             **flags,
         )
+        return _reduce_partials(partial, grads, config)
+
+    runs = (geo.tile.chunks_per_program, geo.n_runs)
+    summaries_shape = (geo.batch, geo.n_runs, geo.width)
+    sum_a = new_buffer(u, summaries_shape, torch.float32)
+    sum_b = new_buffer(u, summaries_shape, torch.float32)
+    carry = new_buffer(u, summaries_shape, torch.float32)
+    grid = (geo.batch * geo.n_rb, geo.n_runs)
+    wrap(kernels.reverse_run_summary_kernel)[grid](
+        u_,
+        gate_a_,
+        y_,
+        channel_,
+        scalars_,
+        reset_,
+        grad_output,
+        sum_a,
+        sum_b,
+        *sizes,
+        *runs,
+        **flags,
+    )
+    _launch_prefix(
+        wrap,
+        sum_a,
+        sum_b,
+        init=grad_final,
+        carry=carry,
+        final=sum_a,
+        geo=geo,
+        config=config,
+        reverse=True,
+    )
+    partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
+    wrap(kernels.backward_runs_kernel)[grid](
+        *inputs,
+        carry,
+        saved,
+        *outputs,
+        grads.d_h0,
+        partial,
+        *sizes,
+        *runs,
+        FUSED_WRITE=config.fused_write,
+        **flags,
+    )
     return _reduce_partials(partial, grads, config)
 
 

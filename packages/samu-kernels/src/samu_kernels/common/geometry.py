@@ -1,0 +1,136 @@
+"""Launch geometry of the scan kernels: channels per program, warps, pipeline stages and
+chunks per program, from a small per-shape heuristic or the ``SAMU_KERNELS_TILE`` override.
+
+The override is a comma-separated list of ``key=value`` pairs, any subset of::
+
+    SAMU_KERNELS_TILE="block_r=64,warps=4,bwd_warps=8,stages=3,chunks=8"
+
+``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
+(forward / backward warps per program, 1..32, a power of two), ``stages`` (software
+pipeline depth of the chunk loops, >= 1) and ``chunks`` (consecutive chunks one program of
+a hierarchical pass covers, >= 1). Keys left out keep the heuristic's value.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+
+TILE_ENV = "SAMU_KERNELS_TILE"
+"""Environment variable overriding the heuristic geometry (benchmark sweeps)."""
+
+MAX_TILE_ELEMENTS = 2048
+"""Largest [T, BLOCK_R] tile: the backward keeps about a dozen tile-sized fp32 values live."""
+
+MIN_BLOCK_R = 16
+MAX_BLOCK_R = 128
+PROGRAMS_PER_SM = 4
+"""Hierarchical passes aim for about this many programs per multiprocessor."""
+MAX_CHUNKS_PER_PROGRAM = 16
+
+_KEYS = {
+    "block_r": "block_r",
+    "warps": "num_warps",
+    "bwd_warps": "backward_warps",
+    "stages": "num_stages",
+    "chunks": "chunks_per_program",
+}
+
+
+@dataclass(frozen=True)
+class Tile:
+    """How the scan kernels are launched for one problem.
+
+    block_r: channels per program; num_warps / backward_warps: warps of the forward /
+    backward kernels; num_stages: software-pipeline depth of the loops over chunks;
+    chunks_per_program: chunks one program of a hierarchical pass covers in order.
+    """
+
+    block_r: int
+    num_warps: int
+    backward_warps: int
+    num_stages: int
+    chunks_per_program: int
+
+
+def _power_of_two_at_most(value: int) -> int:
+    return 1 << (max(1, value).bit_length() - 1)
+
+
+def heuristic_tile(
+    batch: int, length: int, width: int, chunk: int, *, hierarchical: bool, multiprocessors: int
+) -> Tile:
+    """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
+
+    Rows are as wide as the tile budget allows (128-256 contiguous bytes of bf16); the
+    sequential kernels narrow them only until every multiprocessor has a program, and the
+    hierarchical passes give each program a run of chunks so that about PROGRAMS_PER_SM
+    programs per multiprocessor remain.
+    """
+    n_chunks = -(-length // chunk)
+    block_r = max(
+        MIN_BLOCK_R,
+        min(MAX_BLOCK_R, MAX_TILE_ELEMENTS // chunk, _power_of_two_at_most(2 * width - 1)),
+    )
+    channel_programs = batch * -(-width // block_r)
+    if hierarchical:
+        runs = max(1, PROGRAMS_PER_SM * multiprocessors // channel_programs)
+        chunks_per_program = max(1, min(MAX_CHUNKS_PER_PROGRAM, -(-n_chunks // runs)))
+    else:
+        chunks_per_program = 1
+        while block_r > MIN_BLOCK_R and channel_programs < multiprocessors:
+            block_r //= 2
+            channel_programs = batch * -(-width // block_r)
+    elements = chunk * block_r
+    return Tile(
+        block_r=block_r,
+        num_warps=8 if elements >= 4096 else 4,
+        backward_warps=8 if elements >= 2048 else 4,
+        num_stages=3,
+        chunks_per_program=chunks_per_program,
+    )
+
+
+def parse_tile_override(text: str) -> dict[str, int]:
+    """``"block_r=64,stages=3"`` -> ``{"block_r": 64, "num_stages": 3}`` (Tile field names).
+
+    Raises ValueError naming ``SAMU_KERNELS_TILE`` on an unknown key or a bad value.
+    """
+    values: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or key not in _KEYS:
+            raise ValueError(
+                f"{TILE_ENV}: expected key=value pairs with keys {sorted(_KEYS)}, got {item!r}"
+            )
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"{TILE_ENV}: {key} must be an integer, got {raw!r}") from None
+        power_of_two = value > 0 and value & (value - 1) == 0
+        if key == "block_r" and not (power_of_two and value >= MIN_BLOCK_R):
+            raise ValueError(f"{TILE_ENV}: block_r must be a power of two >= 16, got {value}")
+        if key in ("warps", "bwd_warps") and not (power_of_two and value <= 32):
+            raise ValueError(f"{TILE_ENV}: {key} must be a power of two in 1..32, got {value}")
+        if value < 1:
+            raise ValueError(f"{TILE_ENV}: {key} must be >= 1, got {value}")
+        values[_KEYS[key]] = value
+    return values
+
+
+def choose_tile(
+    batch: int, length: int, width: int, chunk: int, *, hierarchical: bool, multiprocessors: int
+) -> Tile:
+    """:func:`heuristic_tile` with the ``SAMU_KERNELS_TILE`` override applied."""
+    tile = heuristic_tile(
+        batch, length, width, chunk, hierarchical=hierarchical, multiprocessors=multiprocessors
+    )
+    override = os.environ.get(TILE_ENV, "")
+    return replace(tile, **parse_tile_override(override)) if override else tile
+
+
+def format_tile(tile: Tile) -> str:
+    """The override string that reproduces ``tile`` (inverse of the parser)."""
+    names = {field: key for key, field in _KEYS.items()}
+    return ",".join(f"{names[f.name]}={getattr(tile, f.name)}" for f in fields(tile))

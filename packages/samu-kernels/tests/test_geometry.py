@@ -1,0 +1,97 @@
+"""The launch geometry: heuristic tiles on the reference shapes and the override."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from samu_kernels.backends import REFERENCE_FILE_ROWS, parse_backend
+from samu_kernels.common.geometry import (
+    MAX_TILE_ELEMENTS,
+    TILE_ENV,
+    Tile,
+    choose_tile,
+    format_tile,
+    heuristic_tile,
+    parse_tile_override,
+)
+from samu_kernels.sweep_grid import MAX_GEOMETRIES, sweep_tiles
+
+H200_SMS = 132
+REFERENCE = [(4, 2048, 2048), (1, 8192, 2560), (1, 32768, 2048)]
+
+
+@pytest.mark.parametrize("shape", REFERENCE)
+@pytest.mark.parametrize("chunk", [16, 32])
+@pytest.mark.parametrize("hierarchical", [False, True])
+def test_heuristic_tiles_are_wide_and_fill_the_gpu(
+    shape: tuple[int, int, int], chunk: int, hierarchical: bool
+) -> None:
+    batch, length, width = shape
+    tile = heuristic_tile(
+        batch, length, width, chunk, hierarchical=hierarchical, multiprocessors=H200_SMS
+    )
+    assert chunk * tile.block_r <= MAX_TILE_ELEMENTS
+    channel_programs = batch * -(-width // tile.block_r)
+    if hierarchical:
+        assert tile.block_r * chunk == MAX_TILE_ELEMENTS
+        n_chunks = math.ceil(length / chunk)
+        runs = math.ceil(n_chunks / tile.chunks_per_program)
+        assert channel_programs * runs >= 2 * H200_SMS
+    else:
+        assert tile.chunks_per_program == 1
+        assert channel_programs >= H200_SMS or tile.block_r == 16
+
+
+def test_heuristic_handles_tiny_problems() -> None:
+    tile = heuristic_tile(1, 1, 1, 256, hierarchical=True, multiprocessors=4)
+    assert tile == Tile(16, 8, 8, 3, 1)
+
+
+def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = heuristic_tile(4, 2048, 2048, 32, hierarchical=True, multiprocessors=H200_SMS)
+    monkeypatch.setenv(TILE_ENV, " block_r=32, stages=2 ,")
+    tile = choose_tile(4, 2048, 2048, 32, hierarchical=True, multiprocessors=H200_SMS)
+    assert (tile.block_r, tile.num_stages) == (32, 2)
+    assert tile.chunks_per_program == base.chunks_per_program
+    assert parse_tile_override(format_tile(tile)) == {
+        "block_r": 32,
+        "num_warps": tile.num_warps,
+        "backward_warps": tile.backward_warps,
+        "num_stages": 2,
+        "chunks_per_program": tile.chunks_per_program,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("block=64", "keys"),
+        ("block_r", "keys"),
+        ("block_r=48", "power of two"),
+        ("block_r=8", "power of two"),
+        ("warps=3", "power of two"),
+        ("stages=0", ">= 1"),
+        ("chunks=x", "integer"),
+    ],
+)
+def test_bad_override_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=TILE_ENV) as error:
+        parse_tile_override(text)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(("architecture", "backend", "controller"), REFERENCE_FILE_ROWS)
+@pytest.mark.parametrize("shape", REFERENCE)
+def test_sweep_grid_is_small_and_starts_at_the_heuristic(
+    architecture: str, backend: str, controller: str | None, shape: tuple[int, int, int]
+) -> None:
+    tiles = sweep_tiles(backend, shape, H200_SMS)
+    assert 4 <= len(tiles) <= MAX_GEOMETRIES
+    assert len(set(tiles)) == len(tiles)
+    spec = parse_backend(backend)
+    assert spec.chunk is not None
+    assert tiles[0] == heuristic_tile(
+        *shape, spec.chunk, hierarchical=spec.hierarchical, multiprocessors=H200_SMS
+    )

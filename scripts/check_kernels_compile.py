@@ -1,0 +1,179 @@
+"""Compile every Triton scan kernel the ops launch for a Hopper GPU (sm_90), on a CPU.
+
+Nothing is launched: ``JITFunction`` launches are intercepted, the signature is built from
+the actual arguments and ``triton.compile`` runs for a CUDA sm_90 target (ptxas included),
+so a kernel that would fail to compile on the H200 fails here. Each backend runs forward and
+backward on a tiny problem for both architectures it supports, bf16 and fp32, with and
+without resets and an initial state (and, for SAMU, every controller).
+
+Usage::
+
+    uv run --frozen python scripts/check_kernels_compile.py [--backend NAME ...]
+
+The launch geometry is the heuristic's for the tiny problem; set ``SAMU_KERNELS_TILE``
+(e.g. ``block_r=128,warps=8,bwd_warps=8,stages=3``) to compile another one. Exit status 0
+when everything compiled, 1 otherwise (the failures are printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+os.environ.pop("TRITON_INTERPRET", None)  # must precede the first triton import
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
+
+import samu_kernels
+
+TARGET = GPUTarget("cuda", 90, 32)
+DEFAULT_BACKENDS = (
+    *(backend for _, backend, _ in samu_kernels.REFERENCE_FILE_ROWS),
+    "fused_fused_output_fused_write_shared_sfu_grouped_prefix32_hierarchical_chunk16",
+    "fused_shared_sfu_chunk16",
+    "hierarchical_chunk8",
+    "fused_write_chunk64",
+    "chunk16",
+)
+POINTER_TYPES = {
+    torch.float32: "*fp32",
+    torch.bfloat16: "*bf16",
+    torch.float16: "*fp16",
+    torch.float64: "*fp64",
+    torch.int64: "*i64",
+    torch.int32: "*i32",
+    torch.int8: "*i8",
+    torch.uint8: "*u8",
+    torch.bool: "*i1",
+}
+SHAPE = (2, 40, 24)
+
+
+class Compiler:
+    """Compiles each distinct (kernel, signature, constexprs) once; records failures."""
+
+    def __init__(self) -> None:
+        self.compiled: set[tuple[object, ...]] = set()
+        self.failures: list[str] = []
+
+    def __call__(
+        self, fn: JITFunction[Any], args: Sequence[object], kwargs: dict[str, Any]
+    ) -> None:
+        names = [p.name for p in fn.params]
+        bound: dict[str, object] = dict(zip(names, args, strict=False))
+        bound.update({k: v for k, v in kwargs.items() if k in names})
+        signature: dict[str, str] = {}
+        constants: dict[tuple[int], object] = {}
+        for index, param in enumerate(fn.params):
+            value = bound.get(param.name, param.default)
+            if param.is_constexpr or value is None:
+                signature[param.name] = "constexpr"
+                constants[(index,)] = value
+            else:
+                signature[param.name] = _argument_type(param.name, value)
+        options = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
+        key = (fn.__name__, tuple(signature.items()), repr(constants), tuple(options.items()))
+        if key in self.compiled:
+            return
+        self.compiled.add(key)
+        try:
+            triton.compile(ASTSource(fn, signature, constants), target=TARGET, options=options)
+        except Exception as error:  # every compiler error is reported
+            last = str(error).strip().splitlines()[-1:] or [repr(error)]
+            self.failures.append(f"{fn.__name__} {constants}: {last[0][:300]}")
+
+
+def _argument_type(name: str, value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return POINTER_TYPES[value.dtype]
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i64" if abs(value) >= 2**31 else "i32"
+    if isinstance(value, float):
+        return "fp32"
+    raise TypeError(f"{name}: cannot type a kernel argument of type {type(value).__name__}")
+
+
+def intercept_launches(compiler: Compiler) -> None:
+    """Route ``kernel[grid](...)`` and ``kernel.run(...)`` to ``compiler``."""
+
+    def getitem(self: JITFunction[Any], grid: object) -> Callable[..., None]:
+        return lambda *args, **kwargs: compiler(self, args, kwargs)
+
+    def run(self: JITFunction[Any], *args: object, grid: object = None, **kwargs: Any) -> None:
+        compiler(self, args, kwargs)
+
+    JITFunction.__getitem__ = getitem
+    JITFunction.run = run
+
+
+def exercise(backend: str, failures: list[str]) -> None:
+    """Forward + backward of ``backend`` on a tiny problem in every supported variant."""
+    spec = samu_kernels.parse_backend(backend)
+    batch, length, width = SHAPE
+    if spec.fused:
+        architectures = ["rglru"]
+    elif spec.fused_output:
+        architectures = ["samu"]
+    else:
+        architectures = ["rglru", "samu"]
+    variants = itertools.product(architectures, (torch.bfloat16, torch.float32), (False, True))
+    for (architecture, dtype, resets), with_h0 in itertools.product(variants, (False, True)):
+        segment_pos = torch.arange(length).repeat(batch, 1) if resets else None
+        h0 = torch.randn(batch, width, requires_grad=True) if with_h0 else None
+
+        def sequence(dtype: torch.dtype = dtype) -> torch.Tensor:
+            return torch.randn(SHAPE, dtype=dtype, requires_grad=True)
+
+        try:
+            if architecture == "rglru":
+                out = samu_kernels.rglru_scan(
+                    sequence(), sequence(), sequence(), torch.randn(width, requires_grad=True),
+                    sequence(), segment_pos=segment_pos, h0=h0, backend=backend,
+                )  # fmt: skip
+                torch.autograd.backward(out.output.float().sum())
+                continue
+            channels = [torch.randn(width, requires_grad=True) for _ in range(3)]
+            scalars = [torch.tensor(0.1, requires_grad=True) for _ in range(4)]
+            for controller in samu_kernels.CONTROLLERS:
+                out = samu_kernels.samu_scan(
+                    sequence(), sequence(), channels[0], channels[1], scalars[0], channels[2],
+                    scalars[1], scalars[2], scalars[3], segment_pos=segment_pos, h0=h0,
+                    backend=backend, controller=controller,
+                )  # fmt: skip
+                torch.autograd.backward(out.output.float().sum())
+        except Exception as error:  # a launcher error is reported, not fatal
+            failures.append(f"{backend} ({architecture}, {dtype}): {error!r}"[:400])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--backend",
+        action="append",
+        metavar="NAME",
+        help="a Triton backend to compile (repeatable; default: a representative set)",
+    )
+    args = parser.parse_args(argv)
+    compiler = Compiler()
+    intercept_launches(compiler)
+    for backend in args.backend or DEFAULT_BACKENDS:
+        exercise(backend, compiler.failures)
+    print(f"compiled {len(compiler.compiled)} kernels for sm_90, {len(compiler.failures)} failures")
+    for failure in compiler.failures:
+        print("FAIL", failure)
+    return 1 if compiler.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
