@@ -109,5 +109,15 @@ def test_cpu_environment() -> None:
     }
 
 
-def test_git_revision_outside_a_work_tree_is_none(tmp_path: Path) -> None:
+def test_git_revision_outside_a_work_tree_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SAMU_GIT_REVISION", raising=False)
     assert git_revision(tmp_path) is None
+
+
+def test_git_revision_outside_a_work_tree_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAMU_GIT_REVISION", "92f5319")
+    assert git_revision(tmp_path) == "92f5319"

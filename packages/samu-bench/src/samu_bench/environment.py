@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import subprocess
@@ -34,14 +35,19 @@ def _package_version(name: str) -> str | None:
         return None
 
 
+GIT_REVISION_VARIABLE = "SAMU_GIT_REVISION"
+"""Names the code's revision where the tree has no .git (a copied checkout, a container)."""
+
+
 def git_revision(directory: Path) -> str | None:
     """The commit checked out in the working tree holding `directory`, `-dirty` if modified.
 
-    None when `directory` is not in a git working tree or git is missing.
+    Outside a git working tree (or without git) the value of the environment variable
+    `SAMU_GIT_REVISION`, else None.
     """
     commit = _command_output(["git", "rev-parse", "HEAD"], cwd=directory)
     if commit is None:
-        return None
+        return os.environ.get(GIT_REVISION_VARIABLE) or None
     changes = _command_output(["git", "status", "--porcelain", "--untracked-files=no"], directory)
     return f"{commit}-dirty" if changes else commit
 
