@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from samu_kernels.controllers import CONTROLLERS
 
@@ -124,7 +123,6 @@ def _checked_size(name: str, token: str, text: str, bounds: tuple[int, int]) -> 
     return value
 
 
-@lru_cache(maxsize=256)
 def parse_backend(name: str) -> BackendSpec:
     """Parse a backend name into its :class:`BackendSpec`.
 

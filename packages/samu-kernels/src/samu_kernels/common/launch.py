@@ -97,7 +97,6 @@ class ScanConfig:
         return 7 if self.gate_mode == GateMode.SAMU else 1
 
 
-@lru_cache(maxsize=256)
 def scan_config(spec: BackendSpec, gate_mode: GateMode, out_mode: OutMode) -> ScanConfig:
     """The kernel specialisation of a Triton backend for one gate and output mode."""
     if spec.chunk is None:
