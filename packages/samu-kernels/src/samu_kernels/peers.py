@@ -6,9 +6,16 @@ from collections.abc import Callable
 
 import torch
 
-from samu_kernels.backends import parse_backend
+from samu_kernels.backends import BackendSpec, parse_backend
+from samu_kernels.common.reference import accumulation_dtype, linear_scan_reference
 
-__all__ = ["LinearScanFn", "get_linear_scan", "register_linear_scan", "registered_peers"]
+__all__ = [
+    "LinearScanFn",
+    "get_linear_scan",
+    "linear_scan_of",
+    "register_linear_scan",
+    "registered_peers",
+]
 
 LinearScanFn = Callable[
     [torch.Tensor, torch.Tensor, "torch.Tensor | None"], tuple[torch.Tensor, torch.Tensor]
@@ -59,3 +66,14 @@ def get_linear_scan(name: str) -> LinearScanFn:
 def registered_peers() -> tuple[str, ...]:
     """Names of the registered peer backends."""
     return tuple(sorted(_PEERS))
+
+
+def linear_scan_of(spec: BackendSpec, dtype: torch.dtype) -> tuple[LinearScanFn, torch.dtype]:
+    """The recurrence of a backend whose gates PyTorch computes, and the dtype of its x input.
+
+    A "peer:<id>" backend runs the registered scan on x in the compute dtype ``dtype``; the
+    reference runs its own scan in the accumulation dtype (float32, float64 for float64).
+    """
+    if spec.external is not None:
+        return get_linear_scan(spec.external), dtype
+    return linear_scan_reference, accumulation_dtype(dtype)

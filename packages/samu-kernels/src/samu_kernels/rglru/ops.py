@@ -5,12 +5,8 @@ from __future__ import annotations
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
-from samu_kernels.common.reference import (
-    accumulation_dtype,
-    linear_scan_reference,
-    reset_mask,
-)
-from samu_kernels.peers import get_linear_scan
+from samu_kernels.common.reference import reset_mask
+from samu_kernels.peers import linear_scan_of
 from samu_kernels.rglru.naive import rglru_naive
 from samu_kernels.scan_output import ScanOutput
 from samu_kernels.validation import (
@@ -82,10 +78,7 @@ def rglru_scan(
             )
         )
     reset = reset_mask(segment_pos)
-    if spec.external is not None:
-        linear_scan, scan_dtype = get_linear_scan(spec.external), u.dtype
-    else:
-        linear_scan, scan_dtype = linear_scan_reference, accumulation_dtype(u.dtype)
+    linear_scan, scan_dtype = linear_scan_of(spec, u.dtype)
     return ScanOutput(
         *rglru_naive(
             u,
