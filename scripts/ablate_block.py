@@ -161,10 +161,6 @@ class Progress:
         self._samples = samples
         self._start = time.perf_counter()
 
-    def restart(self) -> None:
-        """Start the clock of a new case."""
-        self._start = time.perf_counter()
-
     def __call__(self, event: samu_bench.StepEvent) -> None:
         elapsed = time.perf_counter() - self._start
         if event.phase == "warmup":

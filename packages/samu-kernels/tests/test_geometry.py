@@ -7,6 +7,7 @@ import math
 import pytest
 
 from samu_kernels.backends import REFERENCE_FILE_ROWS, parse_backend
+from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import (
     MAX_TILE_ELEMENTS,
     TILE_ENV,
@@ -19,7 +20,7 @@ from samu_kernels.common.geometry import (
 from samu_kernels.sweep_grid import MAX_GEOMETRIES, sweep_tiles
 
 H200_SMS = 132
-REFERENCE = [(4, 2048, 2048), (1, 8192, 2560), (1, 32768, 2048)]
+REFERENCE = list(REFERENCE_SHAPES.values())
 
 
 @pytest.mark.parametrize("shape", REFERENCE)

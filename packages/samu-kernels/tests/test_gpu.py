@@ -10,6 +10,7 @@ import torch
 from kernel_cases import assert_matches_reference, make_problem, relative_error, run
 
 import samu_kernels
+from samu_kernels.benchmark import REFERENCE_SHAPES
 
 pytestmark = [
     pytest.mark.gpu,
@@ -17,11 +18,6 @@ pytestmark = [
 ]
 
 CUDA = torch.device("cuda")
-REFERENCE_SHAPES = {
-    "state2048_short": (4, 2048, 2048),
-    "state2560_medium": (1, 8192, 2560),
-    "400m_block_long": (1, 32768, 2048),
-}
 
 
 def _matrix(architecture: str) -> list[tuple[str, str | None]]:
