@@ -9,8 +9,8 @@ import pytest
 from samu_kernels.backends import REFERENCE_FILE_ROWS, parse_backend
 from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import (
-    MAX_TILE_ELEMENTS,
     TILE_ENV,
+    WARPS_PER_SM,
     Tile,
     choose_tile,
     format_tile,
@@ -26,28 +26,28 @@ REFERENCE = list(REFERENCE_SHAPES.values())
 @pytest.mark.parametrize("shape", REFERENCE)
 @pytest.mark.parametrize("chunk", [16, 32])
 @pytest.mark.parametrize("hierarchical", [False, True])
-def test_heuristic_tiles_are_wide_and_fill_the_gpu(
+def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
     shape: tuple[int, int, int], chunk: int, hierarchical: bool
 ) -> None:
     batch, length, width = shape
     tile = heuristic_tile(
         batch, length, width, chunk, hierarchical=hierarchical, multiprocessors=H200_SMS
     )
-    assert chunk * tile.block_r <= MAX_TILE_ELEMENTS
+    assert (tile.num_warps, tile.backward_warps) == (1, 1)
+    assert tile.block_r in (32, 64)
     channel_programs = batch * -(-width // tile.block_r)
     if hierarchical:
-        assert tile.block_r * chunk == MAX_TILE_ELEMENTS
         n_chunks = math.ceil(length / chunk)
         runs = math.ceil(n_chunks / tile.chunks_per_program)
-        assert channel_programs * runs >= 2 * H200_SMS
+        assert channel_programs * runs >= WARPS_PER_SM * H200_SMS
     else:
         assert tile.chunks_per_program == 1
-        assert channel_programs >= H200_SMS or tile.block_r == 16
+        assert tile.block_r == 32 or channel_programs >= WARPS_PER_SM * H200_SMS
 
 
 def test_heuristic_handles_tiny_problems() -> None:
     tile = heuristic_tile(1, 1, 1, 256, hierarchical=True, multiprocessors=4)
-    assert tile == Tile(16, 8, 8, 3, 1)
+    assert tile == Tile(16, 1, 1, 1, 1)
 
 
 def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> None:

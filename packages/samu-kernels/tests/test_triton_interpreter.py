@@ -13,6 +13,7 @@ from kernel_cases import assert_matches_reference, make_problem, run
 
 import samu_kernels
 from samu_kernels.backends import REFERENCE_FILE_ROWS
+from samu_kernels.common import launch
 from samu_kernels.common.geometry import TILE_ENV
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
@@ -112,3 +113,25 @@ def test_backward_is_bitwise_deterministic(device: torch.device) -> None:
     second = run(problem, backend, "fp32_fused_coords")
     for name, value in first.items():
         assert torch.equal(value, second[name]), name
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        ("samu", "fused_output_fused_write_shared_sfu_chunk16", "fp32_fused_coords"),
+        ("rglru", "fused_fused_output_grouped_prefix2_hierarchical_chunk16", None),
+    ],
+)
+def test_chunks_longer_than_the_unrolled_rows(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+    device: torch.device,
+) -> None:
+    # Chunks of T > MAX_UNROLLED_ROWS loop over blocks of unrolled rows; 4 rows per block
+    # exercises that path at interpreter speed.
+    monkeypatch.setattr(launch, "MAX_UNROLLED_ROWS", 4)
+    problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)

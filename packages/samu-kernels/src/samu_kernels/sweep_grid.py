@@ -1,8 +1,9 @@
 """The geometries ``python -m samu_kernels.benchmark --sweep`` times for one problem.
 
-A handful of neighbours of the heuristic tile (``common/geometry.py``): wider and narrower
-rows, other pipeline depths and warp counts and, for the hierarchical backends, longer and
-shorter runs of chunks per program. ``chunks_per_program`` is a runtime argument (no
+A handful of neighbours of the heuristic tile (``common/geometry.py``): two (or four)
+channels per thread, two pipeline stages (slow to compile) and, for the hierarchical
+backends, longer and shorter runs of chunks per program, or for the sequential ones
+half-warp rows and two warps per program. ``chunks_per_program`` is a runtime argument (no
 recompilation), so the grid leans on it; the other knobs each compile new kernels.
 """
 
@@ -31,27 +32,20 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
         hierarchical=spec.hierarchical,
         multiprocessors=multiprocessors,
     )
-    wider = replace(
-        base,
-        block_r=2 * base.block_r,
-        num_warps=2 * base.num_warps,
-        backward_warps=2 * base.backward_warps,
-    )
-    candidates = [base, wider, replace(base, num_stages=2), replace(base, num_stages=4)]
+    wider = replace(base, block_r=2 * base.block_r)
+    candidates = [base, wider, replace(base, num_stages=2)]
     if spec.hierarchical:
         runs = base.chunks_per_program
         candidates += [
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
             replace(wider, chunks_per_program=2 * runs),
-            replace(base, backward_warps=2 * base.backward_warps),
         ]
     else:
         candidates += [
             replace(base, block_r=max(MIN_BLOCK_R, base.block_r // 2)),
-            replace(base, num_stages=1),
-            replace(base, backward_warps=2 * base.backward_warps),
-            replace(base, num_warps=max(1, base.num_warps // 2)),
+            replace(wider, num_warps=2 * base.num_warps, backward_warps=2 * base.backward_warps),
+            replace(base, block_r=4 * base.block_r),
         ]
     unique: list[Tile] = []
     for tile in candidates:

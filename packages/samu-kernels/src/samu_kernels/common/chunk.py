@@ -1,7 +1,11 @@
-"""Tile-level Triton pieces of the chunked gated linear scan (used by ``kernels.py``).
+"""Row-level Triton pieces of the chunked gated linear scan (used by ``kernels.py``).
 
-A tile is [T, BLOCK_R]: T consecutive time steps (rows) of one chunk and BLOCK_R channels
-of one batch row. Everything is computed in fp32.
+A program owns BLOCK_R channels of one batch row and walks a chunk of T time steps row by
+row: every value is a 1-D [BLOCK_R] fp32 vector, each thread owns its channels, and the
+recurrence h = a h + x is one FMA per row with no communication between threads. The rows
+of a chunk are unrolled ``UNROLL`` at a time (``tl.static_range``; UNROLL = min(T, 32), the
+launcher's choice) inside a rolled loop over the T / UNROLL blocks of rows, so the loads of
+a block, which never depend on h, are issued ahead of its dependent chain.
 
 Constexpr switches shared by all pieces:
 
@@ -32,34 +36,6 @@ RGLRU_LOG_DECAY_SCALE: tl.constexpr = tl.constexpr(8.0)
 # d/dz sqrt(z) is clipped to 1 / sqrt(max(4 z, 1e-6)) = 1 / max(2 sqrt(z), 1e-3).
 MIN_FOUR_Z: tl.constexpr = tl.constexpr(1e-6)
 MIN_TWICE_SQRT: tl.constexpr = tl.constexpr(1e-3)
-
-
-@triton.jit
-def combine(a1, b1, a2, b2):
-    """Composition of the steps h -> a1 h + b1 then h -> a2 h + b2."""
-    return a1 * a2, a2 * b1 + b2
-
-
-@triton.jit
-def first_row(x, T: tl.constexpr):
-    return tl.sum(tl.where(tl.arange(0, T)[:, None] == 0, x, 0.0), axis=0)
-
-
-@triton.jit
-def last_row(x, T: tl.constexpr):
-    return tl.sum(tl.where(tl.arange(0, T)[:, None] == T - 1, x, 0.0), axis=0)
-
-
-@triton.jit
-def tile_offsets(b, t, offs_r, L, R):
-    """int64 element offsets of rows ``t`` [T] of batch row ``b`` in a [B, L, R] tensor."""
-    return (b.to(tl.int64) * L + t.to(tl.int64))[:, None] * R + offs_r[None, :]
-
-
-@triton.jit
-def state_offsets(b, chunk, offs_r, R, n_chunks):
-    """int64 offsets of one [BLOCK_R] row of a [B, n_chunks, R] state tensor."""
-    return (b.to(tl.int64) * n_chunks + chunk) * R + offs_r
 
 
 @triton.jit
@@ -141,29 +117,50 @@ def channel_constants(
 
 
 @triton.jit
-def load_resets(RESET, b, t, L, HAS_RESETS: tl.constexpr):
-    """[T, 1] bool: True where row t starts a document."""
+def row_offsets(b, t, offs_r, L, R):
+    """int64 element offsets of row ``t`` (a scalar time step) of batch row ``b`` in a
+    [B, L, R] tensor, channels ``offs_r`` [BLOCK_R]."""
+    return (b.to(tl.int64) * L + t) * R + offs_r
+
+
+@triton.jit
+def state_offsets(b, chunk, offs_r, R, n_chunks):
+    """int64 offsets of one [BLOCK_R] row of a [B, n_chunks, R] state tensor."""
+    return (b.to(tl.int64) * n_chunks + chunk) * R + offs_r
+
+
+@triton.jit
+def row_valid(t, offs_r, L):
+    """[BLOCK_R] bool: row ``t`` is inside the sequence (a vector: the interpreter mishandles
+    scalar masks)."""
+    return offs_r * 0 + t < L
+
+
+@triton.jit
+def row_is_start(RESET, b, t, offs_r, L, HAS_RESETS: tl.constexpr):
+    """[BLOCK_R] bool: True where row ``t`` starts a document (one scalar flag, broadcast)."""
     if HAS_RESETS:
-        starts = tl.load(RESET + b.to(tl.int64) * L + t, mask=t < L, other=0) != 0
+        flag = tl.load(RESET + b.to(tl.int64) * L + tl.minimum(t, L - 1))
+        start = row_valid(t, offs_r, L) & ((offs_r * 0 + flag) != 0)
     else:
-        starts = t < 0
-    return starts[:, None]
+        start = offs_r < 0
+    return start
 
 
 @triton.jit
 def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr, SHARED_SFU: tl.constexpr):
-    """(gate_decay, u) of a tile; u is loaded for SAMU only (zeros otherwise)."""
+    """(gate_decay, u) of a row; u is loaded for SAMU only (zeros otherwise)."""
     if GATE_MODE == GATES_RGLRU:
         logits = tl.load(GATE_A + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.zeros_like(logits)
     else:
         u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-        logits = w_a[None, :] * u + b_a
+        logits = w_a * u + b_a
     return sigmoid(logits, SHARED_SFU), u
 
 
 @triton.jit
-def tile_decay(
+def row_decay(
     U,
     GATE_A,
     RESET,
@@ -180,22 +177,22 @@ def tile_decay(
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
 ):
-    """The decay a of rows ``t`` (1 for rows past the end: the identity step)."""
-    offs = tile_offsets(b, t, offs_r, L, R)
-    row_valid = (t < L)[:, None]
-    mask = row_valid & col_mask[None, :]
+    """The decay a [BLOCK_R] of row ``t`` (1 past the end of the sequence: the identity)."""
+    offs = row_offsets(b, t, offs_r, L, R)
+    valid = row_valid(t, offs_r, L)
+    mask = col_mask & valid
     if GATE_MODE == GATES_PRECOMPUTED:
         a = tl.exp(tl.load(GATE_A + offs, mask=mask, other=0.0))
     else:
         gate_decay, _ = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE, SHARED_SFU)
-        a = tl.exp(decay_scale[None, :] * gate_decay)
+        a = tl.exp(decay_scale * gate_decay)
     if HAS_RESETS:
-        a = tl.where(load_resets(RESET, b, t, L, HAS_RESETS), 0.0, a)
-    return tl.where(row_valid, a, 1.0)
+        a = tl.where(row_is_start(RESET, b, t, offs_r, L, HAS_RESETS), 0.0, a)
+    return tl.where(valid, a, 1.0)
 
 
 @triton.jit
-def tile_gates(
+def row_gates(
     U,
     GATE_X,
     GATE_A,
@@ -215,17 +212,17 @@ def tile_gates(
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
 ):
-    """(a, x) of a tile and what the backward reuses.
+    """(a, x) of row ``t`` and what the backward reuses, each [BLOCK_R] fp32.
 
-    Returns (a, x, log_a, a2, m, gate_in, gate_decay, u, starts, mask): a and x are the
+    Returns (a, x, log_a, a2, m, gate_in, gate_decay, u, start, mask): a and x are the
     step's decay and input (identity a = 1, x = 0 outside the sequence), log_a the pre-reset
     log-decay, a2 = a^2, m = sqrt(1 - a^2) (1 at a document start), gate_in/gate_decay the
-    sigmoid gates, u the input (fp32; zeros in the precomputed mode), starts [T, 1] the
-    document starts and mask [T, BLOCK_R] the in-bounds elements.
+    sigmoid gates, u the input (zeros in the precomputed mode), start the document start
+    flag (broadcast) and mask the in-bounds channels.
     """
-    offs = tile_offsets(b, t, offs_r, L, R)
-    mask = (t < L)[:, None] & col_mask[None, :]
-    starts = load_resets(RESET, b, t, L, HAS_RESETS)
+    offs = row_offsets(b, t, offs_r, L, R)
+    mask = col_mask & row_valid(t, offs_r, L)
+    start = row_is_start(RESET, b, t, offs_r, L, HAS_RESETS)
     if GATE_MODE == GATES_PRECOMPUTED:
         log_a = tl.load(GATE_A + offs, mask=mask, other=0.0)
         x = tl.load(GATE_X + offs, mask=mask, other=0.0)
@@ -242,9 +239,9 @@ def tile_gates(
             u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
             logits = tl.load(GATE_X + offs, mask=mask, other=0.0).to(tl.float32)
         else:
-            logits = w_x[None, :] * u + b_x
+            logits = w_x * u + b_x
         gate_in = sigmoid(logits, SHARED_SFU)
-        log_a = decay_scale[None, :] * gate_decay
+        log_a = decay_scale * gate_decay
         a = tl.exp(log_a)
         if SHARED_SFU:
             a2 = a * a
@@ -254,17 +251,17 @@ def tile_gates(
             one_minus_a2 = 1.0 - a2
         m = tl.sqrt(one_minus_a2)
         if HAS_RESETS:
-            m = tl.where(starts, 1.0, m)
-            a = tl.where(starts, 0.0, a)
+            m = tl.where(start, 1.0, m)
+            a = tl.where(start, 0.0, a)
         x = m * gate_in * u
     a = tl.where(mask, a, 1.0)
     x = tl.where(mask, x, 0.0)
-    return a, x, log_a, a2, m, gate_in, gate_decay, u, starts, mask
+    return a, x, log_a, a2, m, gate_in, gate_decay, u, start, mask
 
 
 @triton.jit
 def output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE: tl.constexpr):
-    """(dL/dout, y, g = dL/dh through the output) of a tile, fp32."""
+    """(dL/dout, y, g = dL/dh through the output) of a row, fp32."""
     d_out = tl.load(GRAD_OUT + offs, mask=mask, other=0.0).to(tl.float32)
     if OUT_MODE == OUT_H:
         y = d_out
@@ -286,7 +283,7 @@ def forward_chunk(
     SAVED,
     b,
     chunk,
-    h_in,
+    h,
     offs_r,
     col_mask,
     L,
@@ -301,52 +298,54 @@ def forward_chunk(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     WRITE_CHECKPOINT: tl.constexpr,
     SAVE_STATES: tl.constexpr,
 ):
-    """Run one chunk from its incoming state ``h_in`` [BLOCK_R], write its outputs (and the
-    checkpoint ``h_in`` or the full states into ``SAVED``); return the outgoing state."""
-    t = chunk * T + tl.arange(0, T)
-    a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u, _starts, mask = tile_gates(
-        U,
-        GATE_X,
-        GATE_A,
-        RESET,
-        b,
-        t,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        w_x,
-        b_a,
-        b_x,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
+    """Run one chunk row by row from its incoming state ``h`` [BLOCK_R], write its outputs
+    (and the checkpoint ``h`` or the full states into ``SAVED``); return the outgoing state."""
     if WRITE_CHECKPOINT:
-        tl.store(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), h_in, mask=col_mask)
-    a_cum, h_local = tl.associative_scan((a, x), 0, combine)
-    h = a_cum * h_in[None, :] + h_local
-    offs = tile_offsets(b, t, offs_r, L, R)
-    if SAVE_STATES:
-        tl.store(SAVED + offs, h, mask=mask)
-    out = h
-    if OUT_MODE != OUT_H:
-        y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
-        if OUT_MODE == OUT_Y_H_SKIP:
-            if GATE_MODE == GATES_PRECOMPUTED:
-                u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-            out = y * (h + skip * u)
-        else:
-            out = y * h
-    tl.store(OUT + offs, out.to(OUT.dtype.element_ty), mask=mask)
-    return last_row(h, T)
+        tl.store(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), h, mask=col_mask)
+    for block in range(T // UNROLL):
+        for k in tl.static_range(UNROLL):
+            t = chunk * T + block * UNROLL + k
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u, _start, mask = row_gates(
+                U,
+                GATE_X,
+                GATE_A,
+                RESET,
+                b,
+                t,
+                offs_r,
+                col_mask,
+                L,
+                R,
+                decay_scale,
+                w_a,
+                w_x,
+                b_a,
+                b_x,
+                GATE_MODE,
+                SHARED_SFU,
+                HAS_RESETS,
+            )
+            h = a * h + x
+            offs = row_offsets(b, t, offs_r, L, R)
+            if SAVE_STATES:
+                tl.store(SAVED + offs, h, mask=mask)
+            out = h
+            if OUT_MODE != OUT_H:
+                y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+                if OUT_MODE == OUT_Y_H_SKIP:
+                    if GATE_MODE == GATES_PRECOMPUTED:
+                        u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+                    out = y * (h + skip * u)
+                else:
+                    out = y * h
+            tl.store(OUT + offs, out.to(OUT.dtype.element_ty), mask=mask)
+    return h
 
 
 @triton.jit
@@ -357,6 +356,8 @@ def chunk_summary(
     RESET,
     b,
     chunk,
+    run_decay,
+    run_state,
     offs_r,
     col_mask,
     L,
@@ -368,33 +369,38 @@ def chunk_summary(
     b_x,
     GATE_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
 ):
-    """(product of the chunk's decays, its end state from a zero start), each [BLOCK_R]."""
-    t = chunk * T + tl.arange(0, T)
-    a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u, _starts, _mask = tile_gates(
-        U,
-        GATE_X,
-        GATE_A,
-        RESET,
-        b,
-        t,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        w_x,
-        b_a,
-        b_x,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    a_cum, h_local = tl.associative_scan((a, x), 0, combine)
-    return last_row(a_cum, T), last_row(h_local, T)
+    """Extend a run summary s -> run_decay s + run_state by one chunk (each [BLOCK_R]):
+    returns the updated (run_decay, run_state)."""
+    for block in range(T // UNROLL):
+        for k in tl.static_range(UNROLL):
+            t = chunk * T + block * UNROLL + k
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u, _start, _mask = row_gates(
+                U,
+                GATE_X,
+                GATE_A,
+                RESET,
+                b,
+                t,
+                offs_r,
+                col_mask,
+                L,
+                R,
+                decay_scale,
+                w_a,
+                w_x,
+                b_a,
+                b_x,
+                GATE_MODE,
+                SHARED_SFU,
+                HAS_RESETS,
+            )
+            run_decay = a * run_decay
+            run_state = a * run_state + x
+    return run_decay, run_state
 
 
 @triton.jit
@@ -406,6 +412,9 @@ def reverse_chunk_summary(
     RESET,
     b,
     chunk,
+    a_next,
+    run_decay,
+    run_grad,
     offs_r,
     col_mask,
     L,
@@ -416,33 +425,102 @@ def reverse_chunk_summary(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
 ):
-    """(product of a_{t+1} over the chunk, dL/dh at its first row from a zero carry)."""
-    t = chunk * T + tl.arange(0, T)
-    offs = tile_offsets(b, t, offs_r, L, R)
-    mask = (t < L)[:, None] & col_mask[None, :]
-    _d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
-    a_next = tile_decay(
-        U,
-        GATE_A,
-        RESET,
-        b,
-        t + 1,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        b_a,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    rev_a, dh_local = tl.associative_scan((a_next, g), 0, combine, reverse=True)
-    return first_row(rev_a, T), first_row(dh_local, T)
+    """Extend a reverse summary c -> run_decay c + run_grad (dL/dh at the first row after
+    the chunk from the carry c) backwards over one chunk, last row first.
+
+    ``a_next`` is the decay of the row after the chunk; returns (the decay of the chunk's
+    first row, run_decay, run_grad).
+    """
+    for block in range(T // UNROLL):
+        for k in tl.static_range(UNROLL):
+            t = chunk * T + (T - 1 - block * UNROLL - k)
+            offs = row_offsets(b, t, offs_r, L, R)
+            _d_out, _y, g = output_grad(
+                Y, GRAD_OUT, offs, col_mask & row_valid(t, offs_r, L), OUT_MODE
+            )
+            run_grad = g + a_next * run_grad
+            run_decay = a_next * run_decay
+            a_next = row_decay(
+                U,
+                GATE_A,
+                RESET,
+                b,
+                t,
+                offs_r,
+                col_mask,
+                L,
+                R,
+                decay_scale,
+                w_a,
+                b_a,
+                GATE_MODE,
+                SHARED_SFU,
+                HAS_RESETS,
+            )
+    return a_next, run_decay, run_grad
+
+
+@triton.jit
+def recompute_chunk_states(
+    U,
+    GATE_X,
+    GATE_A,
+    RESET,
+    SAVED,
+    SCRATCH,
+    b,
+    chunk,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    n_chunks,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    GATE_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """Rerun a chunk from its checkpoint (SAVED [B, n_chunks, R]) and write its states h_t
+    as rows 0..T-1 of this program's SCRATCH [T, BLOCK_R] (each thread rereads only what it
+    wrote: no barrier)."""
+    h = tl.load(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0)
+    lanes = tl.arange(0, BLOCK_R)
+    for block in range(T // UNROLL):
+        for k in tl.static_range(UNROLL):
+            i = block * UNROLL + k
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u, _start, _mask = row_gates(
+                U,
+                GATE_X,
+                GATE_A,
+                RESET,
+                b,
+                chunk * T + i,
+                offs_r,
+                col_mask,
+                L,
+                R,
+                decay_scale,
+                w_a,
+                w_x,
+                b_a,
+                b_x,
+                GATE_MODE,
+                SHARED_SFU,
+                HAS_RESETS,
+            )
+            h = a * h + x
+            tl.store(SCRATCH + i * BLOCK_R + lanes, h)
 
 
 @triton.jit
@@ -454,13 +532,22 @@ def backward_chunk(
     RESET,
     GRAD_OUT,
     SAVED,
+    SCRATCH,
     D_U,
     D_GATE_X,
     D_GATE_A,
     D_Y,
     b,
     chunk,
-    carry,
+    dh,
+    a_next,
+    acc_decay,
+    acc_wa,
+    acc_wx,
+    acc_ba,
+    acc_bx,
+    acc_logc,
+    acc_skip,
     offs_r,
     col_mask,
     L,
@@ -475,120 +562,128 @@ def backward_chunk(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
 ):
-    """Backward of one chunk given ``carry`` = dL/dh at the next chunk's first row.
+    """Backward of one chunk, last row first, given ``dh`` = dL/dh at the next chunk's first
+    row and ``a_next`` = that row's decay (dL/dh_t = g_t + a_{t+1} dL/dh_{t+1}).
 
-    Writes the input gradients of the chunk. Returns (dL/dh at the chunk's first row,
-    a_0 * dL/dh_0 of the chunk's first row, and the chunk's per-channel partial sums
-    s_decay = sum(d log_a * gate_decay), s_wa, s_wx, s_ba, s_bx, s_logc, s_skip).
+    Writes the chunk's input gradients and adds its parameter-gradient terms to the
+    per-channel accumulators acc_decay = sum(d log_a * gate_decay), acc_wa, acc_wx, acc_ba,
+    acc_bx, acc_logc, acc_skip. Returns (dL/dh at the chunk's first row, that row's decay
+    a_0, the seven accumulators). The states h_t come from SAVED [B, L, R] or, with
+    FUSED_WRITE, from this program's SCRATCH rows, recomputed from the checkpoint.
     """
-    t = chunk * T + tl.arange(0, T)
-    a, x, log_a, a2, m, gate_in, gate_decay, u, starts, mask = tile_gates(
-        U,
-        GATE_X,
-        GATE_A,
-        RESET,
-        b,
-        t,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        w_x,
-        b_a,
-        b_x,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    offs = tile_offsets(b, t, offs_r, L, R)
     if FUSED_WRITE:
-        h_in = tl.load(
-            SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0
+        recompute_chunk_states(
+            U,
+            GATE_X,
+            GATE_A,
+            RESET,
+            SAVED,
+            SCRATCH,
+            b,
+            chunk,
+            offs_r,
+            col_mask,
+            L,
+            R,
+            n_chunks,
+            decay_scale,
+            w_a,
+            w_x,
+            b_a,
+            b_x,
+            GATE_MODE,
+            T,
+            UNROLL,
+            BLOCK_R,
+            SHARED_SFU,
+            HAS_RESETS,
         )
-        a_cum, h_local = tl.associative_scan((a, x), 0, combine)
-        h = a_cum * h_in[None, :] + h_local
-    else:
-        h = tl.load(SAVED + offs, mask=mask, other=0.0)
-
-    d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
-    if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
-        u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-    if OUT_MODE == OUT_Y_H_SKIP:
-        tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
-    elif OUT_MODE == OUT_Y_H:
-        tl.store(D_Y + offs, (d_out * h).to(D_Y.dtype.element_ty), mask=mask)
-
-    a_next = tile_decay(
-        U,
-        GATE_A,
-        RESET,
-        b,
-        t + 1,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        b_a,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    rev_a, dh_local = tl.associative_scan((a_next, g), 0, combine, reverse=True)
-    dh = rev_a * carry[None, :] + dh_local
-
-    # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
-    d_log_a = dh * (h - x)
-    zero = tl.zeros_like(dh)
-    s_decay = tl.sum(zero, axis=0)
-    s_wa = s_decay
-    s_wx = s_decay
-    s_ba = s_decay
-    s_bx = s_decay
-    s_logc = s_decay
-    s_skip = s_decay
-    if OUT_MODE == OUT_Y_H_SKIP:
-        s_skip = tl.sum(g * u, axis=0)
-    if GATE_MODE == GATES_PRECOMPUTED:
-        d_log_a = tl.where(mask, d_log_a, 0.0)
-        tl.store(D_GATE_X + offs, dh, mask=mask)
-        tl.store(D_GATE_A + offs, d_log_a, mask=mask)
-        if OUT_MODE == OUT_Y_H_SKIP:
-            tl.store(D_U + offs, (g * skip).to(D_U.dtype.element_ty), mask=mask)
-    else:
-        # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
-        if SHARED_SFU:
-            d_sqrt = 1.0 / tl.maximum(2.0 * m, MIN_TWICE_SQRT)
-        else:
-            d_sqrt = 1.0 / tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z))
-        dh_m = dh * m
-        d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
-        d_log_a = tl.where(mask & (~starts), d_log_a, 0.0)
-        d_gate_in_logit = dh_m * u * gate_in * (1.0 - gate_in)
-        d_gate_decay_logit = d_log_a * decay_scale[None, :] * gate_decay * (1.0 - gate_decay)
-        d_u = dh_m * gate_in
-        s_decay = tl.sum(d_log_a * gate_decay, axis=0)
-        if GATE_MODE == GATES_RGLRU:
-            tl.store(D_GATE_X + offs, d_gate_in_logit.to(D_GATE_X.dtype.element_ty), mask=mask)
-            tl.store(D_GATE_A + offs, d_gate_decay_logit.to(D_GATE_A.dtype.element_ty), mask=mask)
-        else:
-            d_u += d_gate_decay_logit * w_a[None, :] + d_gate_in_logit * w_x[None, :]
-            s_wa = tl.sum(d_gate_decay_logit * u, axis=0)
-            s_wx = tl.sum(d_gate_in_logit * u, axis=0)
-            s_ba = tl.sum(d_gate_decay_logit, axis=0)
-            s_bx = tl.sum(d_gate_in_logit, axis=0)
-            s_logc = tl.sum(d_log_a * log_a, axis=0)
-        if OUT_MODE == OUT_Y_H_SKIP:
-            d_u += g * skip
-        tl.store(D_U + offs, d_u.to(D_U.dtype.element_ty), mask=mask)
-    return (first_row(dh, T), first_row(a * dh, T), s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip)
+    lanes = tl.arange(0, BLOCK_R)
+    for block in range(T // UNROLL):
+        for k in tl.static_range(UNROLL):
+            i = T - 1 - block * UNROLL - k
+            t = chunk * T + i
+            a, x, log_a, a2, m, gate_in, gate_decay, u, start, mask = row_gates(
+                U,
+                GATE_X,
+                GATE_A,
+                RESET,
+                b,
+                t,
+                offs_r,
+                col_mask,
+                L,
+                R,
+                decay_scale,
+                w_a,
+                w_x,
+                b_a,
+                b_x,
+                GATE_MODE,
+                SHARED_SFU,
+                HAS_RESETS,
+            )
+            offs = row_offsets(b, t, offs_r, L, R)
+            if FUSED_WRITE:
+                h = tl.load(SCRATCH + i * BLOCK_R + lanes)
+            else:
+                h = tl.load(SAVED + offs, mask=mask, other=0.0)
+            d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
+            if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
+                u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+            if OUT_MODE == OUT_Y_H_SKIP:
+                tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
+                acc_skip += g * u
+            elif OUT_MODE == OUT_Y_H:
+                tl.store(D_Y + offs, (d_out * h).to(D_Y.dtype.element_ty), mask=mask)
+            dh = g + a_next * dh
+            a_next = a
+            # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
+            d_log_a = dh * (h - x)
+            if GATE_MODE == GATES_PRECOMPUTED:
+                tl.store(D_GATE_X + offs, dh, mask=mask)
+                tl.store(D_GATE_A + offs, tl.where(mask, d_log_a, 0.0), mask=mask)
+                if OUT_MODE == OUT_Y_H_SKIP:
+                    tl.store(D_U + offs, (g * skip).to(D_U.dtype.element_ty), mask=mask)
+            else:
+                # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
+                if SHARED_SFU:
+                    d_sqrt = 1.0 / tl.maximum(2.0 * m, MIN_TWICE_SQRT)
+                else:
+                    d_sqrt = 1.0 / tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z))
+                dh_m = dh * m
+                d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
+                d_log_a = tl.where(mask & (~start), d_log_a, 0.0)
+                d_gate_in_logit = dh_m * u * gate_in * (1.0 - gate_in)
+                d_gate_decay_logit = d_log_a * decay_scale * gate_decay * (1.0 - gate_decay)
+                d_u = dh_m * gate_in
+                acc_decay += d_log_a * gate_decay
+                if GATE_MODE == GATES_RGLRU:
+                    tl.store(
+                        D_GATE_X + offs, d_gate_in_logit.to(D_GATE_X.dtype.element_ty), mask=mask
+                    )
+                    tl.store(
+                        D_GATE_A + offs,
+                        d_gate_decay_logit.to(D_GATE_A.dtype.element_ty),
+                        mask=mask,
+                    )
+                else:
+                    d_u += d_gate_decay_logit * w_a + d_gate_in_logit * w_x
+                    acc_wa += d_gate_decay_logit * u
+                    acc_wx += d_gate_in_logit * u
+                    acc_ba += d_gate_decay_logit
+                    acc_bx += d_gate_in_logit
+                    acc_logc += d_log_a * log_a
+                if OUT_MODE == OUT_Y_H_SKIP:
+                    d_u += g * skip
+                tl.store(D_U + offs, d_u.to(D_U.dtype.element_ty), mask=mask)
+    return dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip
 
 
 @triton.jit

@@ -3,7 +3,7 @@ chunks per program, from a small per-shape heuristic or the ``SAMU_KERNELS_TILE`
 
 The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
-    SAMU_KERNELS_TILE="block_r=64,warps=4,bwd_warps=8,stages=3,chunks=8"
+    SAMU_KERNELS_TILE="block_r=64,warps=2,bwd_warps=2,stages=3,chunks=8"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -19,13 +19,14 @@ from dataclasses import dataclass, fields, replace
 TILE_ENV = "SAMU_KERNELS_TILE"
 """Environment variable overriding the heuristic geometry (benchmark sweeps)."""
 
-MAX_TILE_ELEMENTS = 2048
-"""Largest [T, BLOCK_R] tile: the backward keeps about a dozen tile-sized fp32 values live."""
+MAX_PREFIX_TILE_ELEMENTS = 2048
+"""Largest [G, BLOCK_R] tile of the prefix kernel (an associative scan over G summaries)."""
 
 MIN_BLOCK_R = 16
-MAX_BLOCK_R = 128
-PROGRAMS_PER_SM = 4
-"""Hierarchical passes aim for about this many programs per multiprocessor."""
+CHANNELS_PER_WARP = 32
+"""One channel per thread: the scan kernels' rows are 1-D [BLOCK_R] vectors."""
+WARPS_PER_SM = 8
+"""The heuristic aims for about this many warps of work per multiprocessor."""
 MAX_CHUNKS_PER_PROGRAM = 16
 
 _KEYS = {
@@ -53,8 +54,8 @@ class Tile:
     chunks_per_program: int
 
 
-def _power_of_two_at_most(value: int) -> int:
-    return 1 << (max(1, value).bit_length() - 1)
+def _power_of_two_at_least(value: int) -> int:
+    return 1 << (max(1, value) - 1).bit_length()
 
 
 def heuristic_tile(
@@ -62,31 +63,31 @@ def heuristic_tile(
 ) -> Tile:
     """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
 
-    Rows are as wide as the tile budget allows (128-256 contiguous bytes of bf16); the
-    sequential kernels narrow them only until every multiprocessor has a program, and the
-    hierarchical passes give each program a run of chunks so that about PROGRAMS_PER_SM
-    programs per multiprocessor remain.
+    One warp per program. A program owns 32 channels (one per thread), or 64 (two per
+    thread, more independent loads in flight) when the batch and width still give
+    WARPS_PER_SM programs per multiprocessor; narrow problems get one power-of-two row of at
+    least MIN_BLOCK_R channels. The sequential kernels cannot split time, so B * R / BLOCK_R
+    programs is all they get; the hierarchical passes give each program a run of up to
+    MAX_CHUNKS_PER_PROGRAM consecutive chunks, sized so that about WARPS_PER_SM programs per
+    multiprocessor remain. One pipeline stage: the unrolled rows already overlap a chunk's
+    loads, and pipelining them across chunks through shared memory multiplied the compile
+    time (minutes per kernel) and the registers.
     """
     n_chunks = -(-length // chunk)
-    block_r = max(
-        MIN_BLOCK_R,
-        min(MAX_BLOCK_R, MAX_TILE_ELEMENTS // chunk, _power_of_two_at_most(2 * width - 1)),
-    )
+    target_programs = WARPS_PER_SM * multiprocessors
+    wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= target_programs
+    block_r = 2 * CHANNELS_PER_WARP if wide else CHANNELS_PER_WARP
+    block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
     channel_programs = batch * -(-width // block_r)
+    chunks_per_program = 1
     if hierarchical:
-        runs = max(1, PROGRAMS_PER_SM * multiprocessors // channel_programs)
+        runs = max(1, -(-target_programs // channel_programs))
         chunks_per_program = max(1, min(MAX_CHUNKS_PER_PROGRAM, -(-n_chunks // runs)))
-    else:
-        chunks_per_program = 1
-        while block_r > MIN_BLOCK_R and channel_programs < multiprocessors:
-            block_r //= 2
-            channel_programs = batch * -(-width // block_r)
-    elements = chunk * block_r
     return Tile(
         block_r=block_r,
-        num_warps=8 if elements >= 4096 else 4,
-        backward_warps=8 if elements >= 2048 else 4,
-        num_stages=3,
+        num_warps=1,
+        backward_warps=1,
+        num_stages=1,
         chunks_per_program=chunks_per_program,
     )
 

@@ -14,12 +14,16 @@ Backward (reverse time; dL/dh_t = g_t + a_{t+1} dL/dh_{t+1})
   * hierarchical: ``reverse_run_summary_kernel`` -> ``prefix_kernel`` (REVERSE) ->
     ``backward_runs_kernel`` (each run from its last chunk).
 
-Every loop over chunks is software-pipelined (``tl.range(..., num_stages=NUM_STAGES)``):
-a chunk's loads never depend on the carried state, so the next chunks' loads are in
-flight while the current one scans.
+Inside a chunk every kernel walks the rows one by one on [BLOCK_R] vectors
+(``chunk.py``); across chunks it carries h (forward), or dL/dh and the decay of the row
+after the chunk (backward), in registers. Every loop over chunks is
+``tl.range(..., num_stages=NUM_STAGES)``: a chunk's loads never depend on the carried
+state. The backward kernels accumulate the parameter-gradient partials of all their rows in
+registers and store them once, one row of PARTIAL per program.
 
 ``SAVED`` is either the checkpoints [B, n_chunks, R] fp32 (the incoming state of every
-chunk; fused_write) or all states [B, L, R] fp32.
+chunk; fused_write) or all states [B, L, R] fp32. ``SCRATCH`` [n_programs, T, BLOCK_R] fp32
+(fused_write backward only) holds the recomputed states of the program's current chunk.
 """
 
 import triton
@@ -29,14 +33,28 @@ from samu_kernels.common.chunk import (
     backward_chunk,
     channel_constants,
     chunk_summary,
-    combine,
-    first_row,
     forward_chunk,
-    last_row,
     reverse_chunk_summary,
+    row_decay,
     state_offsets,
     store_partials,
 )
+
+
+@triton.jit
+def combine(a1, b1, a2, b2):
+    """Composition of the steps h -> a1 h + b1 then h -> a2 h + b2."""
+    return a1 * a2, a2 * b1 + b2
+
+
+@triton.jit
+def first_row(x, G: tl.constexpr):
+    return tl.sum(tl.where(tl.arange(0, G)[:, None] == 0, x, 0.0), axis=0)
+
+
+@triton.jit
+def last_row(x, G: tl.constexpr):
+    return tl.sum(tl.where(tl.arange(0, G)[:, None] == G - 1, x, 0.0), axis=0)
 
 
 @triton.jit
@@ -66,6 +84,7 @@ def forward_sequential_kernel(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
@@ -110,6 +129,7 @@ def forward_sequential_kernel(
             GATE_MODE,
             OUT_MODE,
             T,
+            UNROLL,
             SHARED_SFU,
             HAS_RESETS,
             FUSED_WRITE,
@@ -143,6 +163,7 @@ def run_summary_kernel(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
@@ -157,13 +178,15 @@ def run_summary_kernel(
     run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
     run_state = tl.zeros([BLOCK_R], dtype=tl.float32)
     for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        decay, end_state = chunk_summary(
+        run_decay, run_state = chunk_summary(
             U,
             GATE_X,
             GATE_A,
             RESET,
             b,
             chunk,
+            run_decay,
+            run_state,
             offs_r,
             col_mask,
             L,
@@ -175,11 +198,10 @@ def run_summary_kernel(
             b_x,
             GATE_MODE,
             T,
+            UNROLL,
             SHARED_SFU,
             HAS_RESETS,
         )
-        run_decay = decay * run_decay
-        run_state = decay * run_state + end_state
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
     tl.store(SUM_B + offs, run_state, mask=col_mask)
@@ -267,6 +289,7 @@ def forward_runs_kernel(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
@@ -308,11 +331,18 @@ def forward_runs_kernel(
             GATE_MODE,
             OUT_MODE,
             T,
+            UNROLL,
             SHARED_SFU,
             HAS_RESETS,
             FUSED_WRITE,
             not FUSED_WRITE,
         )
+
+
+@triton.jit
+def _scratch_rows(SCRATCH, pid, T: tl.constexpr, BLOCK_R: tl.constexpr):
+    """This program's [T, BLOCK_R] rows of SCRATCH (flat program id ``pid``)."""
+    return SCRATCH + pid.to(tl.int64) * (T * BLOCK_R)
 
 
 @triton.jit
@@ -327,6 +357,7 @@ def backward_sequential_kernel(
     GRAD_OUT,
     GRAD_FINAL,
     SAVED,
+    SCRATCH,
     D_U,
     D_GATE_X,
     D_GATE_A,
@@ -339,28 +370,33 @@ def backward_sequential_kernel(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    pid = tl.program_id(0)
+    b, offs_r, col_mask = _program_channels(pid, R, BLOCK_R)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
+    scratch = _scratch_rows(SCRATCH, pid, T, BLOCK_R)
     state_row = b.to(tl.int64) * R + offs_r
-    carry = tl.load(GRAD_FINAL + state_row, mask=col_mask, other=0.0)
-    d_h0 = tl.zeros([BLOCK_R], dtype=tl.float32)
-    acc_decay = d_h0
-    acc_wa = d_h0
-    acc_wx = d_h0
-    acc_ba = d_h0
-    acc_bx = d_h0
-    acc_logc = d_h0
-    acc_skip = d_h0
+    dh = tl.load(GRAD_FINAL + state_row, mask=col_mask, other=0.0)
+    # The row after the last chunk is past the end: the identity decay.
+    a_next = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
+    zero = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc_decay = zero
+    acc_wa = zero
+    acc_wx = zero
+    acc_ba = zero
+    acc_bx = zero
+    acc_logc = zero
+    acc_skip = zero
     for i in tl.range(0, n_chunks, num_stages=NUM_STAGES):
-        carry, d_h0, s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip = backward_chunk(
+        dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
             U,
             GATE_X,
             GATE_A,
@@ -368,13 +404,22 @@ def backward_sequential_kernel(
             RESET,
             GRAD_OUT,
             SAVED,
+            scratch,
             D_U,
             D_GATE_X,
             D_GATE_A,
             D_Y,
             b,
             n_chunks - 1 - i,
-            carry,
+            dh,
+            a_next,
+            acc_decay,
+            acc_wa,
+            acc_wx,
+            acc_ba,
+            acc_bx,
+            acc_logc,
+            acc_skip,
             offs_r,
             col_mask,
             L,
@@ -389,18 +434,14 @@ def backward_sequential_kernel(
             GATE_MODE,
             OUT_MODE,
             T,
+            UNROLL,
+            BLOCK_R,
             SHARED_SFU,
             HAS_RESETS,
             FUSED_WRITE,
         )
-        acc_decay += s_decay
-        acc_wa += s_wa
-        acc_wx += s_wx
-        acc_ba += s_ba
-        acc_bx += s_bx
-        acc_logc += s_logc
-        acc_skip += s_skip
-    tl.store(D_H0 + state_row, d_h0, mask=col_mask)
+    # dL/dh0 = a_0 dL/dh_0.
+    tl.store(D_H0 + state_row, a_next * dh, mask=col_mask)
     store_partials(
         PARTIAL,
         b,
@@ -438,30 +479,50 @@ def reverse_run_summary_kernel(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     """Reverse summary of a run: dL/dh at its first row = SUM_A carry + SUM_B, where carry
-    is dL/dh at the next run's first row."""
+    is dL/dh at the next run's first row. The run is walked from its last row."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
     first, last = _program_run(chunks_per_program, n_chunks)
+    a_next = row_decay(
+        U,
+        GATE_A,
+        RESET,
+        b,
+        last * T,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        b_a,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
     run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
     run_grad = tl.zeros([BLOCK_R], dtype=tl.float32)
-    # Composed front to back: (run o chunk)(c) = run_decay (decay c + d_state) + run_grad.
-    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        decay, d_state = reverse_chunk_summary(
+    for i in tl.range(0, last - first, num_stages=NUM_STAGES):
+        a_next, run_decay, run_grad = reverse_chunk_summary(
             U,
             GATE_A,
             Y,
             GRAD_OUT,
             RESET,
             b,
-            chunk,
+            last - 1 - i,
+            a_next,
+            run_decay,
+            run_grad,
             offs_r,
             col_mask,
             L,
@@ -472,11 +533,10 @@ def reverse_run_summary_kernel(
             GATE_MODE,
             OUT_MODE,
             T,
+            UNROLL,
             SHARED_SFU,
             HAS_RESETS,
         )
-        run_grad = run_decay * d_state + run_grad
-        run_decay = run_decay * decay
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
     tl.store(SUM_B + offs, run_grad, mask=col_mask)
@@ -494,6 +554,7 @@ def backward_runs_kernel(
     GRAD_OUT,
     CARRY,
     SAVED,
+    SCRATCH,
     D_U,
     D_GATE_X,
     D_GATE_A,
@@ -508,6 +569,7 @@ def backward_runs_kernel(
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
+    UNROLL: tl.constexpr,
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
@@ -521,6 +583,7 @@ def backward_runs_kernel(
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
+    scratch = _scratch_rows(SCRATCH, run * tl.num_programs(0) + tl.program_id(0), T, BLOCK_R)
     zero = tl.zeros([BLOCK_R], dtype=tl.float32)
     acc_decay = zero
     acc_wa = zero
@@ -530,10 +593,26 @@ def backward_runs_kernel(
     acc_logc = zero
     acc_skip = zero
     first, last = _program_run(chunks_per_program, n_chunks)
-    carry = tl.load(CARRY + state_offsets(b, run, offs_r, R, n_runs), mask=col_mask, other=0.0)
-    d_h0 = zero
+    dh = tl.load(CARRY + state_offsets(b, run, offs_r, R, n_runs), mask=col_mask, other=0.0)
+    a_next = row_decay(
+        U,
+        GATE_A,
+        RESET,
+        b,
+        last * T,
+        offs_r,
+        col_mask,
+        L,
+        R,
+        decay_scale,
+        w_a,
+        b_a,
+        GATE_MODE,
+        SHARED_SFU,
+        HAS_RESETS,
+    )
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
-        carry, d_h0, s_decay, s_wa, s_wx, s_ba, s_bx, s_logc, s_skip = backward_chunk(
+        dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
             U,
             GATE_X,
             GATE_A,
@@ -541,13 +620,22 @@ def backward_runs_kernel(
             RESET,
             GRAD_OUT,
             SAVED,
+            scratch,
             D_U,
             D_GATE_X,
             D_GATE_A,
             D_Y,
             b,
             last - 1 - i,
-            carry,
+            dh,
+            a_next,
+            acc_decay,
+            acc_wa,
+            acc_wx,
+            acc_ba,
+            acc_bx,
+            acc_logc,
+            acc_skip,
             offs_r,
             col_mask,
             L,
@@ -562,19 +650,16 @@ def backward_runs_kernel(
             GATE_MODE,
             OUT_MODE,
             T,
+            UNROLL,
+            BLOCK_R,
             SHARED_SFU,
             HAS_RESETS,
             FUSED_WRITE,
         )
-        acc_decay += s_decay
-        acc_wa += s_wa
-        acc_wx += s_wx
-        acc_ba += s_ba
-        acc_bx += s_bx
-        acc_logc += s_logc
-        acc_skip += s_skip
     # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
-    tl.store(D_H0 + b.to(tl.int64) * R + offs_r, d_h0, mask=col_mask & (offs_r * 0 + run == 0))
+    tl.store(
+        D_H0 + b.to(tl.int64) * R + offs_r, a_next * dh, mask=col_mask & (offs_r * 0 + run == 0)
+    )
     store_partials(
         PARTIAL,
         b * n_runs + run,

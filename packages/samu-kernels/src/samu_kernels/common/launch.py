@@ -20,7 +20,7 @@ import triton
 
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels
-from samu_kernels.common.geometry import MAX_TILE_ELEMENTS, MIN_BLOCK_R, Tile, choose_tile
+from samu_kernels.common.geometry import MAX_PREFIX_TILE_ELEMENTS, MIN_BLOCK_R, Tile, choose_tile
 
 __all__ = [
     "BackwardResult",
@@ -35,6 +35,11 @@ __all__ = [
 ]
 
 Wrap = Callable[[Any], Any]
+
+MAX_UNROLLED_ROWS = 32
+"""Rows of a chunk unrolled at a time; longer chunks loop over blocks of this many rows
+(32: the SAMU backward already needs ~255 registers per thread to keep the loads of 32
+unrolled rows in flight)."""
 
 
 class GateMode(IntEnum):
@@ -153,12 +158,20 @@ class _Geometry:
             tile,
         )
 
+    def scratch(self, like: torch.Tensor, config: ScanConfig, n_programs: int) -> torch.Tensor:
+        """The fused_write backward's per-program [T, BLOCK_R] fp32 rows of recomputed
+        states ([n_programs, T, BLOCK_R]); ``like`` itself when nothing is recomputed."""
+        if not config.fused_write:
+            return like
+        return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
+
     def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
         """The constexprs and launch options shared by the chunk kernels."""
         return {
             "GATE_MODE": int(config.gate_mode),
             "OUT_MODE": int(config.out_mode),
             "T": config.chunk,
+            "UNROLL": min(config.chunk, MAX_UNROLLED_ROWS),
             "BLOCK_R": self.tile.block_r,
             "SHARED_SFU": config.shared_sfu,
             "HAS_RESETS": has_resets,
@@ -267,7 +280,7 @@ def _launch_prefix(
     config: ScanConfig,
     reverse: bool,
 ) -> None:
-    block_r = max(MIN_BLOCK_R, min(geo.tile.block_r, MAX_TILE_ELEMENTS // config.group))
+    block_r = max(MIN_BLOCK_R, min(geo.tile.block_r, MAX_PREFIX_TILE_ELEMENTS // config.group))
     grid = (geo.batch * triton.cdiv(geo.width, block_r),)
     wrap(kernels.prefix_kernel)[grid](
         sum_a,
@@ -373,10 +386,12 @@ def launch_backward(
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
         partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
-        wrap(kernels.backward_sequential_kernel)[(geo.batch * geo.n_rb,)](
+        n_programs = geo.batch * geo.n_rb
+        wrap(kernels.backward_sequential_kernel)[(n_programs,)](
             *inputs,
             grad_final,
             saved,
+            geo.scratch(u, config, n_programs),
             *outputs,
             grads.d_h0,
             partial,
@@ -422,6 +437,7 @@ def launch_backward(
         *inputs,
         carry,
         saved,
+        geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs),
         *outputs,
         grads.d_h0,
         partial,
