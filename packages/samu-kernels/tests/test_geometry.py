@@ -47,7 +47,7 @@ def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
 
 def test_heuristic_handles_tiny_problems() -> None:
     tile = heuristic_tile(1, 1, 1, 256, hierarchical=True, multiprocessors=4)
-    assert tile == Tile(16, 1, 1, 1, 1)
+    assert tile == Tile(16, 1, 1, 1, 1, 16)
 
 
 def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,6 +62,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "backward_warps": tile.backward_warps,
         "num_stages": 2,
         "chunks_per_program": tile.chunks_per_program,
+        "unroll": tile.unroll,
     }
 
 
@@ -75,6 +76,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         ("warps=3", "power of two"),
         ("stages=0", ">= 1"),
         ("chunks=x", "integer"),
+        ("unroll=3", "power of two"),
     ],
 )
 def test_bad_override_is_refused(text: str, message: str) -> None:

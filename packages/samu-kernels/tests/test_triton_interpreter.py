@@ -13,7 +13,6 @@ from kernel_cases import assert_matches_reference, make_problem, run
 
 import samu_kernels
 from samu_kernels.backends import REFERENCE_FILE_ROWS
-from samu_kernels.common import launch
 from samu_kernels.common.geometry import TILE_ENV
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
@@ -130,8 +129,8 @@ def test_chunks_longer_than_the_unrolled_rows(
     monkeypatch: pytest.MonkeyPatch,
     device: torch.device,
 ) -> None:
-    # Chunks of T > MAX_UNROLLED_ROWS loop over blocks of unrolled rows; 4 rows per block
+    # Chunks longer than the unrolled rows loop over blocks of them; 4 rows per block
     # exercises that path at interpreter speed.
-    monkeypatch.setattr(launch, "MAX_UNROLLED_ROWS", 4)
+    monkeypatch.setenv(TILE_ENV, "unroll=4")
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)

@@ -10,8 +10,8 @@ launch geometries (``sweep_grid.py``, applied through ``SAMU_KERNELS_TILE``) nex
 peers, and prints the best geometry per (shape, backend) and the full table.
 
 It measures the device copy bandwidth (a large device-to-device copy, bytes read plus
-written), then times forward + backward (median of ``triton.testing.do_bench``) of each
-backend on each reference shape (bfloat16), and of the public scans a user would otherwise
+written), then times forward + backward of each backend on each reference shape
+(bfloat16), and of the public scans a user would otherwise
 pick (fla-core's ``chunk_hgrn`` and ``fused_recurrent_hgrn``, ``accelerated_scan``) when
 they are importable. Bandwidth is *counted bytes* / time, where counted bytes are the
 bytes a fused implementation must move at least (docs/kernels.md, "Counted bytes"):
@@ -25,6 +25,14 @@ bytes a fused implementation must move at least (docs/kernels.md, "Counted bytes
 
 A tensor is B*L*R elements of the compute dtype; fp32 states at chunk boundaries and
 parameter gradients are left out (under 1% at chunk 16).
+
+Two times per row: ``median_ms`` is device time, forward + backward replayed from a CUDA
+graph (``triton.testing.do_bench_cudagraph``, median): what the kernels cost inside a
+training step whose host work runs ahead of the GPU. ``launch_ms`` is the same step
+launched from Python each time (``triton.testing.do_bench``, L2 flushed): it includes the
+host overhead of the op (custom-op dispatch, autograd, Triton launches), which dominates
+short problems. Bandwidth is computed from ``median_ms``; when a step cannot be captured
+in a graph, ``median_ms`` is the launched time and ``timing`` says so.
 """
 
 from __future__ import annotations
@@ -76,6 +84,10 @@ class BenchmarkRow:
     counted_bytes: int
     gbps: float
     percent_of_copy: float
+    launch_ms: float
+    """Median with every step launched from Python (host overhead included)."""
+    timing: str
+    """``cuda_graph`` (median_ms is device time) or ``launch`` (capture failed)."""
     geometry: str = ""
     """The ``SAMU_KERNELS_TILE`` value timed (empty: the heuristic's)."""
 
@@ -90,11 +102,28 @@ def measure_copy_bandwidth(device: torch.device, nbytes: int = 2**31) -> float:
     return float(2 * nbytes / (ms * 1e-3) / 1e9)
 
 
-def _time(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) -> float:
-    from triton.testing import do_bench  # noqa: PLC0415 (triton is optional; GPU only)
+@dataclass(frozen=True)
+class Timing:
+    """Forward + backward medians of one step (see the module docstring)."""
+
+    device_ms: float
+    launch_ms: float
+    method: str
+
+
+def _time(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) -> Timing:
+    # triton is optional (GPU only)
+    from triton.testing import do_bench, do_bench_cudagraph  # noqa: PLC0415
 
     budget = {"warmup": 10, "rep": 40} if quick else {}
-    return float(do_bench(step, grad_to_none=list(leaves), return_mode="median", **budget))
+    launch_ms = float(do_bench(step, grad_to_none=list(leaves), return_mode="median", **budget))
+    try:
+        device_ms = float(do_bench_cudagraph(step, grad_to_none=list(leaves), return_mode="median"))
+    except RuntimeError as error:  # a step that syncs or allocates on the host
+        print(f"  (not capturable in a CUDA graph, launched time used: {error})"[:200])
+        torch.cuda.synchronize()
+        return Timing(launch_ms, launch_ms, "launch")
+    return Timing(device_ms, launch_ms, "cuda_graph")
 
 
 def _rglru_step(
@@ -199,15 +228,25 @@ def _row(
     architecture: str,
     case: str,
     shape: tuple[int, int, int],
-    ms: float,
+    timing: Timing,
     copy_gbps: float,
     geometry: str = "",
 ) -> BenchmarkRow:
     """The row of one timing, printed as it is made."""
     counted = COUNTED_TENSORS[architecture] * math.prod(shape) * 2
-    gbps = counted / (ms * 1e-3) / 1e9
+    gbps = counted / (timing.device_ms * 1e-3) / 1e9
     row = BenchmarkRow(
-        name, architecture, case, shape, ms, counted, gbps, 100 * gbps / copy_gbps, geometry
+        name,
+        architecture,
+        case,
+        shape,
+        timing.device_ms,
+        counted,
+        gbps,
+        100 * gbps / copy_gbps,
+        timing.launch_ms,
+        timing.method,
+        geometry,
     )
     print(_format_row(row), flush=True)
     return row
@@ -217,7 +256,7 @@ def _format_row(row: BenchmarkRow) -> str:
     return (
         f"{row.case:18s} {row.architecture:11s} {row.implementation:72s} "
         f"{row.median_ms:8.3f} ms {row.gbps:7.0f} GB/s {row.percent_of_copy:5.1f}%  "
-        f"{row.geometry}"
+        f"launched {row.launch_ms:7.3f} ms  {row.geometry}"
     )
 
 
@@ -236,8 +275,10 @@ def run_sweep(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
                 for tile in sweep_tiles(backend, shape, multiprocessors):
                     geometry = format_tile(tile)
                     os.environ[TILE_ENV] = geometry
-                    ms = _time(step, leaves, quick=True)
-                    rows.append(_row(backend, architecture, case, shape, ms, copy_gbps, geometry))
+                    timing = _time(step, leaves, quick=True)
+                    rows.append(
+                        _row(backend, architecture, case, shape, timing, copy_gbps, geometry)
+                    )
                 del step, leaves
             os.environ.pop(TILE_ENV, None)
             for name, (step, leaves) in _peer_steps(shape, device).items():

@@ -1,10 +1,11 @@
 """The geometries ``python -m samu_kernels.benchmark --sweep`` times for one problem.
 
-A handful of neighbours of the heuristic tile (``common/geometry.py``): two (or four)
-channels per thread, two pipeline stages (slow to compile) and, for the hierarchical
-backends, longer and shorter runs of chunks per program, or for the sequential ones
-half-warp rows and two warps per program. ``chunks_per_program`` is a runtime argument (no
-recompilation), so the grid leans on it; the other knobs each compile new kernels.
+A handful of neighbours of the heuristic tile (``common/geometry.py``): twice and half the
+unrolled rows, two channels per thread, four-warp programs and, for the hierarchical
+backends, longer and shorter runs of chunks per program (more or fewer programs), or for
+the sequential ones two pipeline stages, half-warp rows and wider rows with twice the
+unrolled rows (the only ways they get more loads in flight). ``chunks_per_program`` is a
+runtime argument (no recompilation); the other knobs each compile new kernels.
 """
 
 from __future__ import annotations
@@ -33,19 +34,25 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
         multiprocessors=multiprocessors,
     )
     wider = replace(base, block_r=2 * base.block_r)
-    candidates = [base, wider, replace(base, num_stages=2)]
+    candidates = [
+        base,
+        replace(base, unroll=2 * base.unroll),
+        replace(base, unroll=max(1, base.unroll // 2)),
+        wider,
+        replace(base, block_r=4 * base.block_r, num_warps=4, backward_warps=4),
+    ]
     if spec.hierarchical:
         runs = base.chunks_per_program
         candidates += [
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
-            replace(wider, chunks_per_program=2 * runs),
+            replace(base, unroll=2 * base.unroll, chunks_per_program=max(1, runs // 2)),
         ]
     else:
         candidates += [
+            replace(base, num_stages=2),
             replace(base, block_r=max(MIN_BLOCK_R, base.block_r // 2)),
-            replace(wider, num_warps=2 * base.num_warps, backward_warps=2 * base.backward_warps),
-            replace(base, block_r=4 * base.block_r),
+            replace(wider, unroll=2 * base.unroll),
         ]
     unique: list[Tile] = []
     for tile in candidates:

@@ -192,7 +192,7 @@ def row_decay(
 
 
 @triton.jit
-def row_gates(
+def load_row(
     U,
     GATE_X,
     GATE_A,
@@ -203,6 +203,70 @@ def row_gates(
     col_mask,
     L,
     R,
+    GATE_MODE: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """The raw inputs of row ``t`` as fp32 [BLOCK_R] vectors, for :func:`gates_of_row`.
+
+    Returns (first, second, third, start, mask): precomputed gates (log_a, x, 0); RG-LRU
+    (decay-gate logits, u, input-gate logits); SAMU (u, 0, 0); start the document start flag
+    (broadcast) and mask the in-bounds channels. Loading is kept apart from arithmetic so
+    that a block of rows issues all its loads before any store (a store may alias a later
+    load, so the compiler never hoists loads above one).
+    """
+    offs = row_offsets(b, t, offs_r, L, R)
+    mask = col_mask & row_valid(t, offs_r, L)
+    start = row_is_start(RESET, b, t, offs_r, L, HAS_RESETS)
+    if GATE_MODE == GATES_PRECOMPUTED:
+        first = tl.load(GATE_A + offs, mask=mask, other=0.0)
+        second = tl.load(GATE_X + offs, mask=mask, other=0.0)
+        third = tl.zeros_like(first)
+    elif GATE_MODE == GATES_RGLRU:
+        first = tl.load(GATE_A + offs, mask=mask, other=0.0).to(tl.float32)
+        second = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+        third = tl.load(GATE_X + offs, mask=mask, other=0.0).to(tl.float32)
+    else:
+        first = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+        second = tl.zeros_like(first)
+        third = second
+    return first, second, third, start, mask
+
+
+@triton.jit
+def load_block(
+    U,
+    GATE_X,
+    GATE_A,
+    RESET,
+    b,
+    t0,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    UNROLL: tl.constexpr,
+    GATE_MODE: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+):
+    """:func:`load_row` of rows t0 .. t0 + UNROLL - 1: a tuple of UNROLL row tuples, every
+    load issued before the caller's first store."""
+    rows = ()
+    for k in tl.static_range(UNROLL):
+        # Triton's frontend builds tuples with +, not with unpacking.
+        rows = rows + (  # type: ignore[assignment]  # noqa: RUF005
+            load_row(U, GATE_X, GATE_A, RESET, b, t0 + k, offs_r, col_mask, L, R, GATE_MODE,
+                     HAS_RESETS),
+        )  # fmt: skip
+    return rows
+
+
+@triton.jit
+def gates_of_row(
+    first,
+    second,
+    third,
+    start,
+    mask,
     decay_scale,
     w_a,
     w_x,
@@ -212,20 +276,16 @@ def row_gates(
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
 ):
-    """(a, x) of row ``t`` and what the backward reuses, each [BLOCK_R] fp32.
+    """(a, x) of a row from its :func:`load_row` values, and what the backward reuses.
 
-    Returns (a, x, log_a, a2, m, gate_in, gate_decay, u, start, mask): a and x are the
-    step's decay and input (identity a = 1, x = 0 outside the sequence), log_a the pre-reset
-    log-decay, a2 = a^2, m = sqrt(1 - a^2) (1 at a document start), gate_in/gate_decay the
-    sigmoid gates, u the input (zeros in the precomputed mode), start the document start
-    flag (broadcast) and mask the in-bounds channels.
+    Returns (a, x, log_a, a2, m, gate_in, gate_decay, u): a and x are the step's decay and
+    input (identity a = 1, x = 0 outside the sequence), log_a the pre-reset log-decay,
+    a2 = a^2, m = sqrt(1 - a^2) (1 at a document start), gate_in/gate_decay the sigmoid
+    gates and u the input (zeros in the precomputed mode).
     """
-    offs = row_offsets(b, t, offs_r, L, R)
-    mask = col_mask & row_valid(t, offs_r, L)
-    start = row_is_start(RESET, b, t, offs_r, L, HAS_RESETS)
     if GATE_MODE == GATES_PRECOMPUTED:
-        log_a = tl.load(GATE_A + offs, mask=mask, other=0.0)
-        x = tl.load(GATE_X + offs, mask=mask, other=0.0)
+        log_a = first
+        x = second
         a = tl.exp(log_a)
         zero = tl.zeros_like(x)
         a2 = zero
@@ -234,11 +294,13 @@ def row_gates(
         gate_decay = zero
         u = zero
     else:
-        gate_decay, u = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE, SHARED_SFU)
         if GATE_MODE == GATES_RGLRU:
-            u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-            logits = tl.load(GATE_X + offs, mask=mask, other=0.0).to(tl.float32)
+            gate_decay = sigmoid(first, SHARED_SFU)
+            u = second
+            logits = third
         else:
+            u = first
+            gate_decay = sigmoid(w_a * u + b_a, SHARED_SFU)
             logits = w_x * u + b_x
         gate_in = sigmoid(logits, SHARED_SFU)
         log_a = decay_scale * gate_decay
@@ -256,7 +318,7 @@ def row_gates(
         x = m * gate_in * u
     a = tl.where(mask, a, 1.0)
     x = tl.where(mask, x, 0.0)
-    return a, x, log_a, a2, m, gate_in, gate_decay, u, start, mask
+    return a, x, log_a, a2, m, gate_in, gate_decay, u
 
 
 @triton.jit
@@ -270,6 +332,20 @@ def output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE: tl.constexpr):
         y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
         g = d_out * y
     return d_out, y, g
+
+
+@triton.jit
+def load_output_inputs(U, Y, offs, mask, first, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
+    """(y, u for the skip term) of a row, fp32, where the output mode needs them (``first``,
+    any loaded row value, stands in otherwise): y for y*h and y*(h + skip*u); u only when
+    the gates are precomputed (the gate modes load u themselves)."""
+    y = first
+    skip_u = first
+    if OUT_MODE != OUT_H:
+        y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+    if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
+        skip_u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+    return y, skip_u
 
 
 @triton.jit
@@ -309,41 +385,34 @@ def forward_chunk(
     if WRITE_CHECKPOINT:
         tl.store(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), h, mask=col_mask)
     for block in range(T // UNROLL):
+        t0 = chunk * T + block * UNROLL
+        rows = load_block(
+            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL, GATE_MODE, HAS_RESETS
+        )
+        extras = ()
         for k in tl.static_range(UNROLL):
-            t = chunk * T + block * UNROLL + k
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u, _start, mask = row_gates(
-                U,
-                GATE_X,
-                GATE_A,
-                RESET,
-                b,
-                t,
-                offs_r,
-                col_mask,
-                L,
-                R,
-                decay_scale,
-                w_a,
-                w_x,
-                b_a,
-                b_x,
-                GATE_MODE,
-                SHARED_SFU,
-                HAS_RESETS,
-            )
+            extras = extras + (  # type: ignore[assignment]  # noqa: RUF005
+                load_output_inputs(U, Y, row_offsets(b, t0 + k, offs_r, L, R), rows[k][4],
+                                   rows[k][0], GATE_MODE, OUT_MODE),
+            )  # fmt: skip
+        for k in tl.static_range(UNROLL):
+            first, second, third, start, mask = rows[k]
+            y, skip_u = extras[k]  # type: ignore[var-annotated]
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
+                first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x,
+                GATE_MODE, SHARED_SFU, HAS_RESETS,
+            )  # fmt: skip
             h = a * h + x
-            offs = row_offsets(b, t, offs_r, L, R)
+            offs = row_offsets(b, t0 + k, offs_r, L, R)
             if SAVE_STATES:
                 tl.store(SAVED + offs, h, mask=mask)
             out = h
-            if OUT_MODE != OUT_H:
-                y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
-                if OUT_MODE == OUT_Y_H_SKIP:
-                    if GATE_MODE == GATES_PRECOMPUTED:
-                        u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-                    out = y * (h + skip * u)
-                else:
-                    out = y * h
+            if OUT_MODE == OUT_Y_H_SKIP:
+                if GATE_MODE == GATES_PRECOMPUTED:
+                    u = skip_u
+                out = y * (h + skip * u)
+            elif OUT_MODE == OUT_Y_H:
+                out = y * h
             tl.store(OUT + offs, out.to(OUT.dtype.element_ty), mask=mask)
     return h
 
@@ -376,19 +445,18 @@ def chunk_summary(
     """Extend a run summary s -> run_decay s + run_state by one chunk (each [BLOCK_R]):
     returns the updated (run_decay, run_state)."""
     for block in range(T // UNROLL):
+        rows = load_block(
+            U, GATE_X, GATE_A, RESET, b, chunk * T + block * UNROLL, offs_r, col_mask, L, R,
+            UNROLL, GATE_MODE, HAS_RESETS,
+        )  # fmt: skip
         for k in tl.static_range(UNROLL):
-            t = chunk * T + block * UNROLL + k
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u, _start, _mask = row_gates(
-                U,
-                GATE_X,
-                GATE_A,
-                RESET,
-                b,
-                t,
-                offs_r,
-                col_mask,
-                L,
-                R,
+            first, second, third, start, mask = rows[k]
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u = gates_of_row(
+                first,
+                second,
+                third,
+                start,
+                mask,
                 decay_scale,
                 w_a,
                 w_x,
@@ -497,19 +565,19 @@ def recompute_chunk_states(
     h = tl.load(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0)
     lanes = tl.arange(0, BLOCK_R)
     for block in range(T // UNROLL):
+        rows = load_block(
+            U, GATE_X, GATE_A, RESET, b, chunk * T + block * UNROLL, offs_r, col_mask, L, R,
+            UNROLL, GATE_MODE, HAS_RESETS,
+        )  # fmt: skip
         for k in tl.static_range(UNROLL):
             i = block * UNROLL + k
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u, _start, _mask = row_gates(
-                U,
-                GATE_X,
-                GATE_A,
-                RESET,
-                b,
-                chunk * T + i,
-                offs_r,
-                col_mask,
-                L,
-                R,
+            first, second, third, start, mask = rows[k]
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u = gates_of_row(
+                first,
+                second,
+                third,
+                start,
+                mask,
                 decay_scale,
                 w_a,
                 w_x,
@@ -606,37 +674,35 @@ def backward_chunk(
         )
     lanes = tl.arange(0, BLOCK_R)
     for block in range(T // UNROLL):
+        # Rows t0 .. t0 + UNROLL - 1, walked last first; all loads before the first store.
+        i0 = T - (block + 1) * UNROLL
+        t0 = chunk * T + i0
+        rows = load_block(
+            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL, GATE_MODE, HAS_RESETS
+        )
+        extras = ()
         for k in tl.static_range(UNROLL):
-            i = T - 1 - block * UNROLL - k
-            t = chunk * T + i
-            a, x, log_a, a2, m, gate_in, gate_decay, u, start, mask = row_gates(
-                U,
-                GATE_X,
-                GATE_A,
-                RESET,
-                b,
-                t,
-                offs_r,
-                col_mask,
-                L,
-                R,
-                decay_scale,
-                w_a,
-                w_x,
-                b_a,
-                b_x,
-                GATE_MODE,
-                SHARED_SFU,
-                HAS_RESETS,
-            )
-            offs = row_offsets(b, t, offs_r, L, R)
+            offs = row_offsets(b, t0 + k, offs_r, L, R)
+            mask = rows[k][4]
             if FUSED_WRITE:
-                h = tl.load(SCRATCH + i * BLOCK_R + lanes)
+                h = tl.load(SCRATCH + (i0 + k) * BLOCK_R + lanes)
             else:
                 h = tl.load(SAVED + offs, mask=mask, other=0.0)
             d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
+            skip_u = h
             if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
-                u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+                skip_u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+            extras = extras + ((h, d_out, g, skip_u),)  # type: ignore[assignment]  # noqa: RUF005
+        for k in tl.static_range(UNROLL - 1, -1, -1):
+            offs = row_offsets(b, t0 + k, offs_r, L, R)
+            first, second, third, start, mask = rows[k]
+            h, d_out, g, skip_u = extras[k]
+            a, x, log_a, a2, m, gate_in, gate_decay, u = gates_of_row(
+                first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x,
+                GATE_MODE, SHARED_SFU, HAS_RESETS,
+            )  # fmt: skip
+            if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
+                u = skip_u
             if OUT_MODE == OUT_Y_H_SKIP:
                 tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
                 acc_skip += g * u

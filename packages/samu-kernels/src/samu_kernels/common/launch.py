@@ -36,11 +36,6 @@ __all__ = [
 
 Wrap = Callable[[Any], Any]
 
-MAX_UNROLLED_ROWS = 32
-"""Rows of a chunk unrolled at a time; longer chunks loop over blocks of this many rows
-(32: the SAMU backward already needs ~255 registers per thread to keep the loads of 32
-unrolled rows in flight)."""
-
 
 class GateMode(IntEnum):
     """How the kernel obtains the step's decay and input (see ``common/chunk.py``)."""
@@ -171,7 +166,7 @@ class _Geometry:
             "GATE_MODE": int(config.gate_mode),
             "OUT_MODE": int(config.out_mode),
             "T": config.chunk,
-            "UNROLL": min(config.chunk, MAX_UNROLLED_ROWS),
+            "UNROLL": min(config.chunk, self.tile.unroll),
             "BLOCK_R": self.tile.block_r,
             "SHARED_SFU": config.shared_sfu,
             "HAS_RESETS": has_resets,
