@@ -121,3 +121,10 @@ def test_git_revision_outside_a_work_tree_comes_from_the_environment(
 ) -> None:
     monkeypatch.setenv("SAMU_GIT_REVISION", "92f5319")
     assert git_revision(tmp_path) == "92f5319"
+
+
+def test_git_revision_from_the_environment_overrides_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAMU_GIT_REVISION", "92f5319")
+    assert git_revision(Path(__file__).parent) == "92f5319"
+    monkeypatch.delenv("SAMU_GIT_REVISION")
+    assert git_revision(Path(__file__).parent) not in (None, "92f5319")

@@ -36,18 +36,22 @@ def _package_version(name: str) -> str | None:
 
 
 GIT_REVISION_VARIABLE = "SAMU_GIT_REVISION"
-"""Names the code's revision where the tree has no .git (a copied checkout, a container)."""
+"""Names the code's revision where git cannot: a copied checkout or a container whose .git
+is absent, or holds only the base commit of uncommitted files (a remote GPU machine
+reported `<base>-dirty` for a tree that was a later local commit)."""
 
 
 def git_revision(directory: Path) -> str | None:
-    """The commit checked out in the working tree holding `directory`, `-dirty` if modified.
-
-    Outside a git working tree (or without git) the value of the environment variable
-    `SAMU_GIT_REVISION`, else None.
+    """The code's revision: the environment variable `SAMU_GIT_REVISION` when set (it
+    overrides git), else the commit checked out in the working tree holding `directory`
+    (`-dirty` if modified), else None (no git, or not a working tree).
     """
+    named = os.environ.get(GIT_REVISION_VARIABLE)
+    if named:
+        return named
     commit = _command_output(["git", "rev-parse", "HEAD"], cwd=directory)
     if commit is None:
-        return os.environ.get(GIT_REVISION_VARIABLE) or None
+        return None
     changes = _command_output(["git", "status", "--porcelain", "--untracked-files=no"], directory)
     return f"{commit}-dirty" if changes else commit
 

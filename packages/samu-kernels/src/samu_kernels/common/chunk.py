@@ -3,9 +3,10 @@
 A program owns BLOCK_R channels of one batch row and walks a chunk of T time steps row by
 row: every value is a 1-D [BLOCK_R] fp32 vector, each thread owns its channels, and the
 recurrence h = a h + x is one FMA per row with no communication between threads. The rows
-of a chunk are unrolled ``UNROLL`` at a time (``tl.static_range``; UNROLL = min(T, 32), the
-launcher's choice) inside a rolled loop over the T / UNROLL blocks of rows, so the loads of
-a block, which never depend on h, are issued ahead of its dependent chain.
+of a chunk are unrolled ``UNROLL`` at a time (``tl.static_range``; the tile's ``unroll``
+capped at T) inside a rolled loop over the T / UNROLL blocks of rows. Every block loads all
+its rows before its first store (:func:`load_block`): a store may alias a later load, so
+the compiler never hoists a load above one, and interleaved rows would each wait for DRAM.
 
 Constexpr switches shared by all pieces:
 
