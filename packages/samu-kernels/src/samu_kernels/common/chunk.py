@@ -336,17 +336,24 @@ def output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE: tl.constexpr):
 
 
 @triton.jit
-def load_output_inputs(U, Y, offs, mask, first, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
-    """(y, u for the skip term) of a row, fp32, where the output mode needs them (``first``,
-    any loaded row value, stands in otherwise): y for y*h and y*(h + skip*u); u only when
-    the gates are precomputed (the gate modes load u themselves)."""
-    y = first
-    skip_u = first
-    if OUT_MODE != OUT_H:
-        y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+def load_skip_input(U, offs, mask, fallback, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
+    """u of a row (fp32) for the skip term y*(h + skip*u) when the gates are precomputed (the
+    gate modes load u themselves); ``fallback``, any loaded row value, otherwise."""
+    skip_u = fallback
     if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
         skip_u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-    return y, skip_u
+    return skip_u
+
+
+@triton.jit
+def load_output_inputs(U, Y, offs, mask, first, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
+    """(y, u for the skip term) of a row, fp32, where the output mode needs them (``first``,
+    any loaded row value, stands in otherwise): y for y*h and y*(h + skip*u); u as in
+    :func:`load_skip_input`."""
+    y = first
+    if OUT_MODE != OUT_H:
+        y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
+    return y, load_skip_input(U, offs, mask, first, GATE_MODE, OUT_MODE)
 
 
 @triton.jit
@@ -690,9 +697,7 @@ def backward_chunk(
             else:
                 h = tl.load(SAVED + offs, mask=mask, other=0.0)
             d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
-            skip_u = h
-            if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
-                skip_u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
+            skip_u = load_skip_input(U, offs, mask, h, GATE_MODE, OUT_MODE)
             extras = extras + ((h, d_out, g, skip_u),)  # type: ignore[assignment]  # noqa: RUF005
         for k in tl.static_range(UNROLL - 1, -1, -1):
             offs = row_offsets(b, t0 + k, offs_r, L, R)
