@@ -23,6 +23,7 @@ from samu_bench import (
 )
 from samu_bench import protocol as protocol_module
 from samu_bench.instruments import MemoryReading
+from samu_bench.plan import SampleLimit
 
 CPU = torch.device("cpu")
 
@@ -56,7 +57,9 @@ class Recorder:
         self.log: list[str] = []
         self.modules: dict[str, RecordingModule] = {}
 
-    def row(self, name: str, *, compiled: bool = False) -> Row:
+    def row(
+        self, name: str, *, compiled: bool = False, sample_limit: SampleLimit | None = None
+    ) -> Row:
         """A row (architecture "test", backend `name`) building a `RecordingModule`."""
 
         def build(case: CaseSpec, row: Row, device: torch.device) -> nn.Module:
@@ -64,7 +67,9 @@ class Recorder:
             self.modules[name] = module
             return module
 
-        return Row("test", name, None, compiled=compiled, build_module=build)
+        return Row(
+            "test", name, None, compiled=compiled, build_module=build, sample_limit=sample_limit
+        )
 
 
 @pytest.fixture
@@ -127,14 +132,14 @@ def test_warmup_is_untimed_and_samples_interleave(
     plan = CasePlan(tiny_case, (recorder.row("a"), recorder.row("b")))
     entry = measure_case(plan, ProtocolSettings(samples=3, warmup=2), CPU, events.append)
 
-    assert recorder.log == ["a", "a", "b", "b", "a", "b", "b", "a", "a", "b"]
+    assert recorder.log == ["a", "b", "a", "b", "a", "b", "b", "a", "a", "b"]
     samples = {row["backend"]: row["optimizer_step"]["samples_ms"] for row in entry["rows"]}
     assert samples == {"a": [1.0, 4.0, 5.0], "b": [2.0, 3.0, 6.0]}
     phases = [(event.row, event.phase, event.index) for event in events]
     assert phases[:4] == [
         ("test:a", "warmup", 0),
-        ("test:a", "warmup", 1),
         ("test:b", "warmup", 0),
+        ("test:a", "warmup", 1),
         ("test:b", "warmup", 1),
     ]
     assert phases[4:] == [
@@ -145,6 +150,20 @@ def test_warmup_is_untimed_and_samples_interleave(
         ("test:a", "sample", 2),
         ("test:b", "sample", 2),
     ]
+
+
+def test_warmup_runs_in_rounds_and_a_limited_row_leaves_early(
+    tiny_case: CaseSpec, recorder: Recorder
+) -> None:
+    # Every row's last warm-up step follows every other row's first steps: a one-time event
+    # that one row's first steps cause in another (a recompilation) stays untimed.
+    limited = recorder.row("b", sample_limit=SampleLimit(1, 2, "slow"))
+    plan = CasePlan(tiny_case, (recorder.row("a"), limited, recorder.row("c")))
+    measure_case(plan, ProtocolSettings(samples=2, warmup=3), CPU)
+
+    warmup, samples = recorder.log[:8], recorder.log[8:]
+    assert warmup == ["a", "b", "c", "a", "b", "c", "a", "c"]
+    assert samples == ["a", "b", "c", "c", "a"]
 
 
 def test_statistics_come_from_summarize(tiny_case: CaseSpec, recorder: Recorder) -> None:

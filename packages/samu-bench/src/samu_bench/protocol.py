@@ -132,9 +132,11 @@ def measure_case(
 ) -> dict[str, Any]:
     """Time every row of a case by the protocol and return the case's result entry.
 
-    All rows are built first and stay resident; each gets `settings.warmup` untimed steps;
-    then `settings.samples` timed steps per row in AB/BA order. A row with a sample limit
-    takes fewer (`settings.for_row(row)`) and drops out of the later rounds. On CUDA a
+    All rows are built first and stay resident; each gets `settings.warmup` untimed steps,
+    taken in rounds (every row once per round, in row order) so that a row's last warm-up
+    step comes after every other row's first steps; then `settings.samples` timed steps per
+    row in AB/BA order. A row with a sample limit takes fewer warm-up steps and samples
+    (`settings.for_row(row)`) and drops out of the later rounds. On CUDA a
     sample is timed with events around the step and a synchronize; memory baselines are
     read just before a row's first timed sample and peaks are reset before every sample.
     Elsewhere the clock is `time.perf_counter` and the memory fields are null.
@@ -160,11 +162,12 @@ def measure_case(
         with _attributed_to(case, row):
             resident.append(ResidentRow(case, row, device, settings.seed))
     row_settings = [settings.for_row(member.row) for member in resident]
-    for member, own in zip(resident, row_settings, strict=True):
-        with _attributed_to(case, member.row):
-            for index in range(own.warmup):
-                member.step()
-                report(member.row, "warmup", index)
+    for round_index in range(max(own.warmup for own in row_settings)):
+        for member, own in zip(resident, row_settings, strict=True):
+            if round_index < own.warmup:
+                with _attributed_to(case, member.row):
+                    member.step()
+                report(member.row, "warmup", round_index)
 
     samples_ms: list[list[float]] = [[] for _ in resident]
     baselines: list[MemoryReading | None] = [None] * len(resident)
