@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 
@@ -241,21 +242,128 @@ def test_memory_accounting_order_and_peaks(
 def test_compiled_rows_are_wrapped_before_warmup(
     tiny_case: CaseSpec, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compiled: list[torch.nn.Module] = []
+    compiled: list[Callable[[torch.Tensor], torch.Tensor]] = []
 
-    def fake_compile(module: torch.nn.Module) -> torch.nn.Module:
+    def fake_compile(
+        entry: Callable[[torch.Tensor], torch.Tensor],
+    ) -> Callable[[torch.Tensor], torch.Tensor]:
         assert recorder.log == []  # before any step
-        compiled.append(module)
-        return module
+        compiled.append(entry)
+        return entry
 
     monkeypatch.setattr(torch, "compile", fake_compile)
     plan = CasePlan(tiny_case, (recorder.row("a", compiled=True), recorder.row("b")))
     entry = measure_case(plan, ProtocolSettings(samples=1, warmup=2), CPU)
-    assert compiled == [recorder.modules["a"]]
+    [compiled_entry] = compiled
+    assert compiled_entry.__code__.co_name == "test:a+compile"  # the row's own code object
+    assert recorder.log[:2] == ["a", "b"]  # the entry calls the row's module
     assert [(row["backend"], row["compiled"]) for row in entry["rows"]] == [
         ("a+compile", True),
         ("b", False),
     ]
+
+
+class Mixer(nn.Module):
+    """A linear map whose forward breaks the graph when asked (like a peer's scan)."""
+
+    def __init__(self, width: int, *, breaks: bool) -> None:
+        super().__init__()
+        self.breaks = breaks
+        self.linear = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.breaks:
+            torch._dynamo.graph_break()
+        output: torch.Tensor = self.linear(x)
+        return output
+
+
+class MixerBlock(nn.Module):
+    """tanh, then a `Mixer`: every row of a case is this class, like the residual block."""
+
+    def __init__(self, width: int, *, breaks: bool) -> None:
+        super().__init__()
+        self.mixer = Mixer(width, breaks=breaks)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        output: torch.Tensor = self.mixer(torch.tanh(x))
+        return output
+
+
+@pytest.fixture
+def eager_compile(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`torch.compile` with the eager backend (fast on CPU) and a fresh dynamo cache."""
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda entry: real_compile(entry, backend="eager"))
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def cached_graphs(function: Callable[..., object]) -> int:
+    """How many graphs dynamo holds for `function`'s code object."""
+    entries = torch._C._dynamo.eval_frame._debug_get_cache_entry_list(function.__code__)
+    return len(entries)
+
+
+@pytest.mark.usefixtures("eager_compile")
+def test_compiled_rows_keep_their_own_graphs(tiny_case: CaseSpec) -> None:
+    # A row whose graph breaks inside the mixer call leaves a MixerBlock graph guarded on the
+    # mixer's type only. Sharing MixerBlock.forward's cache, the whole row would run that
+    # graph and compile its mixer as a frame of its own; entered apart, it never does.
+    def row(name: str, *, breaks: bool) -> Row:
+        def build(case: CaseSpec, row: Row, device: torch.device) -> nn.Module:
+            return MixerBlock(case.width, breaks=breaks).to(device)
+
+        return Row("test", name, None, compiled=True, build_module=build)
+
+    plan = CasePlan(tiny_case, (row("whole", breaks=False), row("broken", breaks=True)))
+    measure_case(plan, ProtocolSettings(samples=2, warmup=2), CPU)
+    assert cached_graphs(MixerBlock.forward) == 1  # the broken row's graph alone
+    assert cached_graphs(Mixer.forward) == 1  # only the broken row ran its mixer as a frame
+
+
+@pytest.mark.usefixtures("eager_compile")
+def test_each_case_compiles_afresh(tiny_case: CaseSpec) -> None:
+    # Graphs of an earlier case count against dynamo's recompile limit per function: a
+    # graph-broken block of the third reference case once ran eager because of them.
+    def broken(case: CaseSpec, row: Row, device: torch.device) -> nn.Module:
+        return MixerBlock(case.width, breaks=True).to(device)
+
+    row = Row("test", "broken", None, compiled=True, build_module=broken)
+    for width in (24, 16):
+        case = dataclasses.replace(tiny_case, width=width)
+        measure_case(CasePlan(case, (row,)), ProtocolSettings(samples=1, warmup=2), CPU)
+    assert cached_graphs(MixerBlock.forward) == 1  # the second case's graph alone
+
+
+class DriftingModule(nn.Module):
+    """A linear map whose third and later calls trace differently (a guarded counter)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        output: torch.Tensor = self.linear(x)
+        return output * 2 if self.calls > 2 else output
+
+
+@pytest.mark.usefixtures("eager_compile")
+def test_a_compilation_in_a_timed_sample_is_refused(tiny_case: CaseSpec) -> None:
+    def build(case: CaseSpec, row: Row, device: torch.device) -> nn.Module:
+        return DriftingModule(case.width).to(device)
+
+    plan = CasePlan(tiny_case, (Row("test", "drift", None, compiled=True, build_module=build),))
+    with pytest.raises(BenchError) as caught:
+        measure_case(plan, ProtocolSettings(samples=1, warmup=2), CPU)
+    message = str(caught.value)
+    assert message.startswith("case 'tiny', row test:drift+compile: torch.compile compiled")
+    assert "during a timed sample" in message
+    assert "raise --warmup" in message
+    assert "\n" not in message
 
 
 def test_block_rows_give_a_valid_cpu_file(tiny_case: CaseSpec) -> None:

@@ -8,12 +8,14 @@ autocast, backward with a fixed random output gradient, fused AdamW step.
 from __future__ import annotations
 
 import gc
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from torch import nn
 
 from samu_bench.errors import BenchError, first_line
 from samu_bench.instruments import MemoryReading, memory_meter_for, timer_for
@@ -54,6 +56,34 @@ def _random_tensor(shape: Sequence[int], seed: int, dtype: torch.dtype) -> torch
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
 
 
+def compile_apart(module: nn.Module, name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`torch.compile` of `module`'s call, entered through a code object of its own.
+
+    Dynamo caches graphs per code object and reuses, most recent first, any graph whose
+    guards a call passes. Rows of one case are modules of the same class, so
+    `torch.compile(module)` would share one cache for their `forward`. A row whose graph
+    breaks inside a submodule call (a peer's scan) leaves a graph that stops before the
+    call and guards little more than the submodule's type: the next row's module passes
+    those guards and runs that graph, with the break, instead of its own whole graph (seen
+    on the H200: our compiled rows timed 7.7 ms among the peers, 6.1-6.3 ms alone). Entered
+    through its own code object (named `name`), a row's `forward` is traced inline and its
+    graphs stay the row's own.
+
+    Args:
+        module: the row's module, mapping `x: [B, L, D]` to its output.
+        name: the row's label, the code object's name (shown in dynamo's logs).
+    """
+
+    def call(inputs: torch.Tensor) -> torch.Tensor:
+        output: torch.Tensor = module(inputs)
+        return output
+
+    own_code = call.__code__.replace(co_name=name, co_qualname=name)
+    entry = types.FunctionType(own_code, call.__globals__, name, None, call.__closure__)
+    compiled: Callable[[torch.Tensor], torch.Tensor] = torch.compile(entry)
+    return compiled
+
+
 class ResidentRow:
     """A row's module, fused AdamW optimizer, input and output gradient, kept for a case.
 
@@ -72,7 +102,7 @@ class ResidentRow:
         self.parameters = sum(parameter.numel() for parameter in trainable)
         self._module = module
         self._forward: Callable[[torch.Tensor], torch.Tensor] = (
-            torch.compile(module) if row.compiled else module
+            compile_apart(module, row.label) if row.compiled else module
         )
         self._optimizer = torch.optim.AdamW(trainable, fused=True)
         self._device = device
@@ -117,6 +147,30 @@ def _attributed_to(case: CaseSpec, row: Row) -> Iterator[None]:
         ) from error
 
 
+COMPILED_WHILE_TIMING = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
+"""How dynamo's error begins when a frame would be compiled under `fail_on_recompile`."""
+
+
+@contextmanager
+def _no_compilation(case: CaseSpec, row: Row) -> Iterator[None]:
+    """Refuse any torch.compile compilation inside the block: timed samples exclude it.
+
+    Raises:
+        BenchError: dynamo had to compile (the message names case, row and function).
+    """
+    try:
+        with torch.compiler.set_stance("fail_on_recompile"):
+            yield
+    except RuntimeError as error:
+        if COMPILED_WHILE_TIMING not in str(error):
+            raise
+        where = first_line(str(error)).removeprefix(COMPILED_WHILE_TIMING).strip(". ")
+        raise BenchError(
+            f"case {case.name!r}, row {row.label}: torch.compile compiled during a timed "
+            f"sample ({where}); the warm-up must compile everything: raise --warmup"
+        ) from error
+
+
 def _free_cached_memory(device: torch.device) -> None:
     """On CUDA, drop the previous case's tensors and cached blocks: a case starts afresh."""
     if device.type == "cuda":
@@ -149,6 +203,10 @@ def measure_case(
         BenchError: a row failed to build, warm up or run (the message names it).
     """
     _free_cached_memory(device)
+    # The rows of a case are compiled afresh: the graphs of earlier cases would only count
+    # against dynamo's recompile limit per function (8), past which a peer's graph-broken
+    # block silently ran eager in the third reference case on the H200.
+    torch.compiler.reset()
     case = plan.case
     timer = timer_for(device)
     meter = memory_meter_for(device)
@@ -176,7 +234,7 @@ def measure_case(
         if len(samples_ms[row_index]) == row_settings[row_index].samples:
             continue  # a row with a sample limit has taken all of its samples
         member = resident[row_index]
-        with _attributed_to(case, member.row):
+        with _attributed_to(case, member.row), _no_compilation(case, member.row):
             if meter is not None:
                 if baselines[row_index] is None:
                     baselines[row_index] = meter.current()
