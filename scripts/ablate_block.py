@@ -6,7 +6,7 @@ AdamW; AB/BA samples; peak allocated delta) of four variants of the block:
 
 - `<backend>+torch_layers` and `<backend>+fused_layers`: `BlockConfig.layers` "torch"
   (PyTorch ops) or "fused" (samu-kernels' Triton norms and GELUs), eager;
-- the same two with `+compile` (`torch.compile`, default Inductor);
+- the same two with `+compile` (`torch.compile`, default Inductor, each row apart);
 
 plus two floor references: `matmul_only:cublas_bf16`, a module made of the block's dense
 matrix products only (joined by three elementwise adds), timed by the same protocol, and
@@ -207,7 +207,7 @@ def forward_memory(
     torch.manual_seed(seed)
     module = row.build_module(case, row, device)
     forward: Callable[[torch.Tensor], torch.Tensor] = (
-        torch.compile(module) if row.compiled else module
+        samu_bench.compile_apart(module, row.label) if row.compiled else module
     )
     x = torch.randn(case.input_shape, device=device, requires_grad=True)
 

@@ -37,7 +37,13 @@ from samu_bench.plan import (
     SkippedRow,
     build_residual_block,
 )
-from samu_bench.protocol import ResidentRow, StepEvent, interleaved_order, measure_case
+from samu_bench.protocol import (
+    ResidentRow,
+    StepEvent,
+    compile_apart,
+    interleaved_order,
+    measure_case,
+)
 from samu_bench.results import PROTOCOL, ResultWriter, load_result_file, result_document
 from samu_bench.roofline import GPU_PEAKS, GpuPeak, StepWork, row_floor_ms, step_work
 
@@ -67,6 +73,7 @@ __all__ = [
     "builtin_cases",
     "collect_environment",
     "compare_results",
+    "compile_apart",
     "default_plan",
     "default_rows",
     "interleaved_order",
