@@ -1,4 +1,4 @@
-"""The `samu-bench` command: run, show, compare, plot.
+"""The `samu-bench` command: run, profile, show, compare, plot.
 
 Exit status: 0 success, 1 a failure (unreadable or invalid file, failed run), 2 bad
 arguments, 130 a run interrupted with Ctrl-C (finished cases are kept in the file).
@@ -18,6 +18,7 @@ from samu_bench.catalog import builtin_cases
 from samu_bench.compare import compare_results
 from samu_bench.errors import BenchError, first_line
 from samu_bench.plot import plot_samples
+from samu_bench.profile_command import profile_command
 from samu_bench.results import load_result_file
 from samu_bench.run_command import run_command
 from samu_bench.views import (
@@ -69,6 +70,47 @@ def _confidence(text: str) -> float:
     return value
 
 
+def _add_case_options(command: argparse.ArgumentParser, verb: str) -> None:
+    """The options that choose cases and rows (shared by `run` and `profile`)."""
+    command.add_argument(
+        "--case",
+        action="append",
+        choices=list(builtin_cases()),
+        help="built-in case (repeatable; default: the three reference cases, cpu_smoke on CPU)",
+    )
+    command.add_argument("--warmup", type=_warmup, help="untimed steps per row (default 3, min 2)")
+    command.add_argument(
+        "--seed", type=int, help="seed of weights, inputs and gradients (default 0)"
+    )
+    command.add_argument(
+        "--row",
+        action="append",
+        metavar="ARCH:BACKEND[:CONTROLLER]",
+        help=f"row to {verb} instead of the case's defaults (repeatable)",
+    )
+    command.add_argument(
+        "--compile",
+        action="store_true",
+        help=f"also {verb} every row under torch.compile (backend '<backend>+compile')",
+    )
+    command.add_argument(
+        "--peers",
+        action="store_true",
+        help=(
+            "add the public alternatives (fla-core, accelerated-scan, recurrentgemma; "
+            "samu-bench[peers]) to every case, compiled too with --compile"
+        ),
+    )
+    sizes = command.add_argument_group(
+        "custom case", "change the sizes of one --case and record it under --name"
+    )
+    for flag in ("--batch", "--length", "--width", "--rnn-width", "--depth"):
+        sizes.add_argument(flag, type=_positive, metavar="N")
+    sizes.add_argument("--name", help="name of the custom case (default 'custom')")
+    command.add_argument("--config", type=Path, metavar="FILE", help="TOML file of cases and rows")
+    command.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+
+
 def _add_run(commands: argparse._SubParsersAction[_Parser]) -> None:
     run = commands.add_parser(
         "run",
@@ -78,55 +120,45 @@ def _add_run(commands: argparse._SubParsersAction[_Parser]) -> None:
             "smoke run of the 'cpu_smoke' case."
         ),
     )
-    run.add_argument(
-        "--case",
-        action="append",
-        choices=list(builtin_cases()),
-        help="built-in case (repeatable; default: the three reference cases, cpu_smoke on CPU)",
-    )
     run.add_argument("--samples", type=_positive, help="timed samples per row (default 10)")
-    run.add_argument("--warmup", type=_warmup, help="untimed steps per row (default 3, min 2)")
-    run.add_argument("--seed", type=int, help="seed of weights, inputs and gradients (default 0)")
-    run.add_argument(
-        "--row",
-        action="append",
-        metavar="ARCH:BACKEND[:CONTROLLER]",
-        help="row to time instead of the case's defaults (repeatable)",
-    )
-    run.add_argument(
-        "--compile",
-        action="store_true",
-        help=("also time every row under torch.compile (recorded as backend '<backend>+compile')"),
-    )
-    run.add_argument(
-        "--peers",
-        action="store_true",
-        help=(
-            "add the public alternatives (fla-core, accelerated-scan, recurrentgemma; "
-            "samu-bench[peers]) to every case, compiled too with --compile"
-        ),
-    )
-    sizes = run.add_argument_group(
-        "custom case", "change the sizes of one --case and record it under --name"
-    )
-    for flag in ("--batch", "--length", "--width", "--rnn-width", "--depth"):
-        sizes.add_argument(flag, type=_positive, metavar="N")
-    sizes.add_argument("--name", help="name of the custom case (default 'custom')")
-    run.add_argument("--config", type=Path, metavar="FILE", help="TOML file of cases and rows")
+    _add_case_options(run, "time")
     run.add_argument(
         "--out",
         type=Path,
         metavar="FILE",
         help="result file (default samu-bench-<device>-<UTC time>.json; never overwritten)",
     )
-    run.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+
+
+def _add_profile(commands: argparse._SubParsersAction[_Parser]) -> None:
+    profile = commands.add_parser(
+        "profile",
+        help="break every row's step down by kernel category (torch.profiler)",
+        description=(
+            "Warm each row up, time --steps steps, then profile as many: kernel time per step "
+            "by category (matmul, scan, compiled fusion, optimizer, ...) and the longest "
+            "kernels. Rows run one at a time. Without CUDA: PyTorch ops by self CPU time."
+        ),
+    )
+    _add_case_options(profile, "profile")
+    profile.add_argument(
+        "--steps", type=_positive, default=5, help="timed, then profiled, steps (default 5)"
+    )
+    profile.add_argument(
+        "--top", type=_positive, default=10, help="longest kernels listed per row (default 10)"
+    )
+    profile.add_argument(
+        "--out", type=Path, metavar="FILE", help="also write the breakdowns as JSON"
+    )
+    profile.set_defaults(samples=None)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `samu-bench` with its four subcommands."""
+    """The argument parser of `samu-bench` with its five subcommands."""
     parser = _Parser(prog="samu-bench", description="Training-step benchmarks of samu blocks.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(commands)
+    _add_profile(commands)
     show = commands.add_parser("show", help="print a result file as tables")
     show.add_argument("file", type=Path, metavar="FILE")
     compare = commands.add_parser(
@@ -186,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return run_command(args, console, messages)
+        if args.command == "profile":
+            return profile_command(args, console, messages)
         if args.command == "show":
             return _show(args.file, console)
         if args.command == "compare":

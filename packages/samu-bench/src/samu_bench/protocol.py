@@ -134,7 +134,7 @@ class ResidentRow:
 
 
 @contextmanager
-def _attributed_to(case: CaseSpec, row: Row) -> Iterator[None]:
+def attributed_to(case: CaseSpec, row: Row) -> Iterator[None]:
     """Turn any failure inside the block into a one-line BenchError naming case and row."""
     try:
         yield
@@ -217,13 +217,13 @@ def measure_case(
 
     resident: list[ResidentRow] = []
     for row in plan.rows:
-        with _attributed_to(case, row):
+        with attributed_to(case, row):
             resident.append(ResidentRow(case, row, device, settings.seed))
     row_settings = [settings.for_row(member.row) for member in resident]
     for round_index in range(max(own.warmup for own in row_settings)):
         for member, own in zip(resident, row_settings, strict=True):
             if round_index < own.warmup:
-                with _attributed_to(case, member.row):
+                with attributed_to(case, member.row):
                     member.step()
                 report(member.row, "warmup", round_index)
 
@@ -234,7 +234,7 @@ def measure_case(
         if len(samples_ms[row_index]) == row_settings[row_index].samples:
             continue  # a row with a sample limit has taken all of its samples
         member = resident[row_index]
-        with _attributed_to(case, member.row), _no_compilation(case, member.row):
+        with attributed_to(case, member.row), _no_compilation(case, member.row):
             if meter is not None:
                 if baselines[row_index] is None:
                     baselines[row_index] = meter.current()

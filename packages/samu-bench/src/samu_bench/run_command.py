@@ -157,18 +157,46 @@ def default_output_path(device: torch.device) -> Path:
     return Path(f"samu-bench-{device.type}-{stamp}.json")
 
 
-def run_command(args: argparse.Namespace, console: Console, messages: Console) -> int:
-    """Execute `samu-bench run`; tables go to `console`, notices and progress to `messages`."""
+@dataclasses.dataclass(frozen=True)
+class Invocation:
+    """What a `run` or `profile` command line asks for, resolved on this machine."""
+
+    device: torch.device
+    plans: tuple[CasePlan, ...]
+    settings: ProtocolSettings
+    peer_statuses: dict[str, PeerStatus]
+
+
+def resolve_invocation(args: argparse.Namespace, messages: Console) -> Invocation:
+    """The device (the current CUDA GPU, else the CPU), cases, rows and settings of `args`.
+
+    Raises:
+        BenchError: the options are inconsistent, or a row cannot run on this machine.
+    """
     on_cuda = torch.cuda.is_available()
     device = torch.device("cuda", torch.cuda.current_device()) if on_cuda else torch.device("cpu")
     plans, settings = resolve_plan(args, on_cuda=on_cuda)
     plans, peer_statuses = add_peers(plans, args, messages, on_cuda=on_cuda)
     check_device(plans, on_cuda=on_cuda)
-    out: Path = args.out or default_output_path(device)
-    if out.exists() and not args.force:
+    return Invocation(device, plans, settings, peer_statuses)
+
+
+def check_writable(out: Path, *, force: bool) -> None:
+    """Refuse to overwrite `out` without `force`, or to write into a missing directory."""
+    if out.exists() and not force:
         raise BenchError(f"{out} exists; pass --force to overwrite it")
     if not out.parent.is_dir():
         raise BenchError(f"cannot write {out}: directory {out.parent} does not exist")
+
+
+def run_command(args: argparse.Namespace, console: Console, messages: Console) -> int:
+    """Execute `samu-bench run`; tables go to `console`, notices and progress to `messages`."""
+    invocation = resolve_invocation(args, messages)
+    device, plans, settings = invocation.device, invocation.plans, invocation.settings
+    peer_statuses = invocation.peer_statuses
+    on_cuda = device.type == "cuda"
+    out: Path = args.out or default_output_path(device)
+    check_writable(out, force=args.force)
     if not on_cuda:
         messages.print(CPU_SMOKE_NOTICE, style="yellow")
     environment = collect_environment(device)
