@@ -10,7 +10,14 @@ without resets and an initial state (and, for SAMU, every controller).
 
 Usage::
 
-    uv run --frozen python scripts/check_kernels_compile.py [--backend NAME ...]
+    uv run --frozen python scripts/check_kernels_compile.py [--backend NAME ...] [--stats]
+        [--shape B,L,R]
+
+``--stats`` also prints, per kernel, its registers per thread (cuobjdump) and its SASS
+instruction mix (Triton's ``get_sass``): every instruction, the special-function (MUFU)
+ones and the global loads and stores, the numbers behind docs/kernels.md's instruction
+floor. ``--shape`` compiles at another problem size (default 2,40,24); with
+``SAMU_KERNELS_TILE`` that reproduces a GPU geometry.
 
 The launch geometry is the heuristic's for the tiny problem; set ``SAMU_KERNELS_TILE``
 (e.g. ``block_r=128,warps=8,bwd_warps=8,stages=3``) to compile another one. Exit status 0
@@ -22,8 +29,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
+import subprocess
 import sys
+import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 os.environ.pop("TRITON_INTERPRET", None)  # must precede the first triton import
@@ -31,8 +44,11 @@ os.environ.pop("TRITON_INTERPRET", None)  # must precede the first triton import
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia import compiler as nvidia_compiler
 from triton.compiler import ASTSource
+from triton.compiler.compiler import CompiledKernel
 from triton.runtime.jit import JITFunction
+from triton.tools.disasm import get_sass
 
 import samu_kernels
 
@@ -57,14 +73,68 @@ POINTER_TYPES = {
     torch.bool: "*i1",
 }
 SHAPE = (2, 40, 24)
+CUOBJDUMP = Path(nvidia_compiler.__file__).parent / "bin" / "cuobjdump"
+
+
+@dataclass(frozen=True)
+class KernelStats:
+    """Resources and SASS instruction mix of one compiled kernel."""
+
+    name: str
+    constants: str
+    registers: int
+    instructions: int
+    special_function: int
+    global_loads: int
+    global_stores: int
+
+
+def sass_opcodes(sass: str) -> Counter[str]:
+    """Opcode counts (``FFMA``, ``MUFU``, ``LDG``, ...) of disassembled SASS text."""
+    opcodes: Counter[str] = Counter()
+    for line in sass.splitlines():
+        if "\t" not in line:
+            continue
+        instruction = line.split("\t", 1)[1].strip()
+        if instruction.startswith("@"):  # a predicate guard
+            instruction = instruction.split(" ", 1)[1]
+        opcode = instruction.split(" ", 1)[0].rstrip(";").split(".")[0]
+        if opcode and opcode[0].isupper():
+            opcodes[opcode] += 1
+    return opcodes
+
+
+def kernel_stats(name: str, constants: str, kernel: CompiledKernel) -> KernelStats:
+    """Registers per thread (cuobjdump) and SASS counts of ``kernel``."""
+    with tempfile.TemporaryDirectory() as folder:
+        cubin = Path(folder) / "kernel.cubin"
+        cubin.write_bytes(kernel.asm["cubin"])
+        usage = subprocess.run(
+            [str(CUOBJDUMP), "--dump-resource-usage", str(cubin)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    registers = re.search(r"REG:(\d+)", usage)
+    opcodes = sass_opcodes(get_sass(kernel.asm["cubin"]))
+    return KernelStats(
+        name,
+        constants,
+        int(registers.group(1)) if registers else -1,
+        sum(opcodes.values()),
+        opcodes["MUFU"],
+        opcodes["LDG"],
+        opcodes["STG"],
+    )
 
 
 class Compiler:
     """Compiles each distinct (kernel, signature, constexprs) once; records failures."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, stats: bool = False) -> None:
         self.compiled: set[tuple[object, ...]] = set()
         self.failures: list[str] = []
+        self.stats: list[KernelStats] | None = [] if stats else None
 
     def __call__(
         self, fn: JITFunction[Any], args: Sequence[object], kwargs: dict[str, Any]
@@ -94,6 +164,16 @@ class Compiler:
             last = str(error).strip().splitlines()[-1:] or [repr(error)]
             self.failures.append(f"{fn.__name__} {constants}: {last[0][:300]}")
             return
+        if self.stats is not None:
+            shown = {
+                param.name: bound.get(param.name, param.default)
+                for param in fn.params
+                if param.is_constexpr
+                and param.name in ("T", "UNROLL", "BLOCK_R", "GATE_MODE", "HAS_RESETS", "HAS_H0")
+            }
+            dtype = next((kind for kind in signature.values() if kind.startswith("*")), "")
+            summary = " ".join([dtype[1:], *(f"{key}={value}" for key, value in shown.items())])
+            self.stats.append(kernel_stats(fn.__name__, summary, compiled))
         unroll = bound.get("UNROLL")
         if isinstance(unroll, int) and unroll >= 4:
             waits = store_then_load_count(compiled.asm["ptx"])
@@ -149,10 +229,10 @@ def intercept_launches(compiler: Compiler) -> None:
     JITFunction.run = run
 
 
-def exercise(backend: str, failures: list[str]) -> None:
-    """Forward + backward of ``backend`` on a tiny problem in every supported variant."""
+def exercise(backend: str, failures: list[str], shape: tuple[int, int, int] = SHAPE) -> None:
+    """Forward + backward of ``backend`` on a ``shape`` problem in every supported variant."""
     spec = samu_kernels.parse_backend(backend)
-    batch, length, width = SHAPE
+    batch, length, width = shape
     if spec.fused:
         architectures = ["rglru"]
     elif spec.fused_output:
@@ -165,7 +245,7 @@ def exercise(backend: str, failures: list[str]) -> None:
         h0 = torch.randn(batch, width, requires_grad=True) if with_h0 else None
 
         def sequence(dtype: torch.dtype = dtype) -> torch.Tensor:
-            return torch.randn(SHAPE, dtype=dtype, requires_grad=True)
+            return torch.randn(shape, dtype=dtype, requires_grad=True)
 
         try:
             if architecture == "rglru":
@@ -188,6 +268,16 @@ def exercise(backend: str, failures: list[str]) -> None:
             failures.append(f"{backend} ({architecture}, {dtype}): {error!r}"[:400])
 
 
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        batch, length, width = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected B,L,R (three integers), got {text!r}") from None
+    if min(batch, length, width) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive sizes, got {text!r}")
+    return batch, length, width
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -197,11 +287,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME",
         help="a Triton backend to compile (repeatable; default: a representative set)",
     )
+    parser.add_argument(
+        "--stats",
+        action="store_true",
+        help="print each kernel's registers and SASS instruction mix",
+    )
+    parser.add_argument(
+        "--shape",
+        type=_shape,
+        default=SHAPE,
+        metavar="B,L,R",
+        help="problem size the ops are run at (default 2,40,24)",
+    )
     args = parser.parse_args(argv)
-    compiler = Compiler()
+    compiler = Compiler(stats=args.stats)
     intercept_launches(compiler)
     for backend in args.backend or DEFAULT_BACKENDS:
-        exercise(backend, compiler.failures)
+        exercise(backend, compiler.failures, args.shape)
+    if compiler.stats:
+        print(
+            f"{'kernel':28} {'regs':>5} {'SASS':>6} {'MUFU':>5} {'LDG':>4} {'STG':>4}  constexprs"
+        )
+        for item in compiler.stats:
+            print(
+                f"{item.name:28} {item.registers:5d} {item.instructions:6d} "
+                f"{item.special_function:5d} {item.global_loads:4d} {item.global_stores:4d}  "
+                f"{item.constants}"
+            )
     print(f"compiled {len(compiler.compiled)} kernels for sm_90, {len(compiler.failures)} failures")
     for failure in compiler.failures:
         print("FAIL", failure)
