@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -75,3 +76,27 @@ def test_compiled_rows_on_gpu(tmp_path: Path) -> None:
     eager = [row["backend"] for row in rows if not row["compiled"]]
     assert compiled == [backend + "+compile" for backend in eager]
     assert len(eager) == 2
+
+
+def test_compiled_rows_time_without_compiling_on_gpu() -> None:
+    # Every compiled row enters apart and warms up in rounds: no compilation is left for the
+    # timed samples (the protocol refuses one with a BenchError).
+    device = torch.device("cuda")
+    rows = default_rows(SMALL.name, on_cuda=True)
+    compiled = tuple(dataclasses.replace(row, compiled=True) for row in rows)
+    entry = measure_case(
+        CasePlan(SMALL, rows + compiled), ProtocolSettings(samples=3, warmup=3), device
+    )
+    assert [row["compiled"] for row in entry["rows"]] == [False, False, True, True]
+
+
+def test_profile_breaks_the_step_down_on_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    sizes = ["--batch", "1", "--length", "517", "--width", "128", "--rnn-width", "192"]
+    args = ["profile", "--case", "state2048_short", *sizes, "--steps", "2", "--out", str(out)]
+    assert main(args) == 0
+    [case] = json.loads(out.read_text())["cases"]
+    for row in case["rows"]:
+        assert row["categories"]["matmul"] > 0
+        assert row["categories"]["scan"] > 0  # our Triton scan kernels are named and found
+        assert 0 < row["busy"] <= 1.5
