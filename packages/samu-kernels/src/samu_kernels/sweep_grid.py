@@ -1,11 +1,15 @@
 """The geometries ``python -m samu_kernels.benchmark --sweep`` times for one problem.
 
-A handful of neighbours of the heuristic tile (``common/geometry.py``): twice and half the
-unrolled rows, two channels per thread, four-warp programs and, for the hierarchical
-backends, longer and shorter runs of chunks per program (more or fewer programs), or for
-the sequential ones two pipeline stages, half-warp rows and wider rows with twice the
-unrolled rows (the only ways they get more loads in flight). ``chunks_per_program`` is a
-runtime argument (no recompilation); the other knobs each compile new kernels.
+A handful of neighbours of the heuristic tile (``common/geometry.py``), chosen by registers:
+the kernels are latency-bound at 10-12 one-warp programs per SM, and the unrolled rows set
+the registers (``scripts/check_kernels_compile.py --stats``: RG-LRU backward 196 registers
+at 16 rows, 80 at 8; 255, the limit, with two channels per thread at 16 rows). So: half and
+a quarter of the unrolled rows, two channels per thread at half the rows, four-warp
+programs, and, for the hierarchical backends, longer and shorter runs of chunks per program
+(fewer or more programs), or for the sequential ones two pipeline stages and half-warp rows
+(the only ways they get more loads in flight). Twice the rows is left out: it compiles for
+minutes and hits the register limit. ``chunks_per_program`` is a runtime argument (no
+recompilation); the other knobs each compile new kernels.
 """
 
 from __future__ import annotations
@@ -33,12 +37,12 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
         hierarchical=spec.hierarchical,
         multiprocessors=multiprocessors,
     )
-    wider = replace(base, block_r=2 * base.block_r)
+    fewer_rows = replace(base, unroll=max(1, base.unroll // 2))
     candidates = [
         base,
-        replace(base, unroll=2 * base.unroll),
-        replace(base, unroll=max(1, base.unroll // 2)),
-        wider,
+        fewer_rows,
+        replace(base, unroll=max(1, base.unroll // 4)),
+        replace(fewer_rows, block_r=2 * base.block_r),
         replace(base, block_r=4 * base.block_r, num_warps=4, backward_warps=4),
     ]
     if spec.hierarchical:
@@ -46,13 +50,13 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
         candidates += [
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
-            replace(base, unroll=2 * base.unroll, chunks_per_program=max(1, runs // 2)),
+            replace(fewer_rows, chunks_per_program=max(1, runs // 2)),
         ]
     else:
         candidates += [
             replace(base, num_stages=2),
             replace(base, block_r=max(MIN_BLOCK_R, base.block_r // 2)),
-            replace(wider, unroll=2 * base.unroll),
+            replace(fewer_rows, num_stages=2),
         ]
     unique: list[Tile] = []
     for tile in candidates:
