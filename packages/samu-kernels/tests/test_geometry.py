@@ -63,7 +63,14 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "num_stages": 2,
         "chunks_per_program": tile.chunks_per_program,
         "unroll": tile.unroll,
+        "chained": 0,
     }
+
+
+def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert heuristic_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 0
+    monkeypatch.setenv(TILE_ENV, "chained=1")
+    assert choose_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 1
 
 
 @pytest.mark.parametrize(
@@ -77,6 +84,8 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         ("stages=0", ">= 1"),
         ("chunks=x", "integer"),
         ("unroll=3", "power of two"),
+        ("chained=2", "0 or 1"),
+        ("chained=-1", "0 or 1"),
     ],
 )
 def test_bad_override_is_refused(text: str, message: str) -> None:

@@ -11,6 +11,7 @@ from kernel_cases import assert_matches_reference, make_problem, relative_error,
 
 import samu_kernels
 from samu_kernels.benchmark import REFERENCE_SHAPES
+from samu_kernels.common.geometry import TILE_ENV
 
 pytestmark = [
     pytest.mark.gpu,
@@ -18,6 +19,7 @@ pytestmark = [
 ]
 
 CUDA = torch.device("cuda")
+HIERARCHICAL_ROWS = [row for row in samu_kernels.REFERENCE_FILE_ROWS if "hierarchical" in row[1]]
 
 
 def _matrix(architecture: str) -> list[tuple[str, str | None]]:
@@ -76,11 +78,18 @@ def test_reference_file_rows_at_reference_shapes(
 
 
 @pytest.mark.parametrize(
-    ("architecture", "backend", "controller"), samu_kernels.REFERENCE_FILE_ROWS
+    ("architecture", "backend", "controller", "tile"),
+    [(*row, "") for row in samu_kernels.REFERENCE_FILE_ROWS]
+    + [(*row, "chained=1") for row in HIERARCHICAL_ROWS],
 )
 def test_gradients_are_bitwise_deterministic(
-    architecture: str, backend: str, controller: str | None
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    tile: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(
         architecture, (1, 8192, 2560), torch.bfloat16, CUDA, resets=True, h0=True
     )
@@ -127,3 +136,22 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
         # Inductor may reduce the parameter-gradient partials in another order than
         # eager torch.sum, so compiled and eager agree to rounding, not bit for bit.
         assert relative_error(grads[1][name], grad) <= 1e-5, name
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
+@pytest.mark.parametrize(("architecture", "backend", "controller"), HIERARCHICAL_ROWS)
+def test_chained_forward_at_reference_shapes(
+    case: str,
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The one-pass hierarchical forward (tile knob `chained`): runs chained through flags
+    # by tickets; forward, every gradient and the final state against the fp64 reference.
+    monkeypatch.setenv(TILE_ENV, "chained=1")
+    problem = make_problem(
+        architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=True
+    )
+    assert_matches_reference(problem, backend, controller)

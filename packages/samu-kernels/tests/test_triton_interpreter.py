@@ -81,26 +81,54 @@ def test_sequences_shorter_than_a_chunk(
     assert_matches_reference(problem, backend, "fp32_fused_coords")
 
 
+CHAINED = "block_r=16,chunks=2,chained=1"
+
+
+def runs_of(chunks: int) -> str:
+    """A two-warp, two-stage geometry of 16-channel blocks and runs of ``chunks`` chunks."""
+    return f"block_r=16,warps=2,bwd_warps=2,stages=2,chunks={chunks}"
+
+
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller", "tile"),
     [
         # 5 chunks of 8: runs of 2, 2, 1 (a short last run), two channel blocks of 16.
-        ("samu", "fused_output_grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords", 2),
-        ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", 3),
-        ("rglru", "fused_fused_output_fused_write_grouped_prefix2_hierarchical_chunk8", None, 4),
-        ("samu", "fused_output_fused_write_chunk8", "reference", 2),
+        (
+            "samu",
+            "fused_output_grouped_prefix2_hierarchical_chunk8",
+            "fp32_fused_coords",
+            runs_of(2),
+        ),
+        ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", runs_of(3)),
+        (
+            "rglru",
+            "fused_fused_output_fused_write_grouped_prefix2_hierarchical_chunk8",
+            None,
+            runs_of(4),
+        ),
+        ("samu", "fused_output_fused_write_chunk8", "reference", runs_of(2)),
+        # The one-pass chained forward: 3 runs of chunk8 chained through flags (one of
+        # chunk32), the backward as always.
+        ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", CHAINED),
+        (
+            "rglru",
+            "fused_fused_output_fused_write_grouped_prefix2_hierarchical_chunk8",
+            None,
+            CHAINED,
+        ),
+        ("samu", "hierarchical_chunk8", "reference", CHAINED),
     ],
 )
 def test_geometry_override(
     architecture: str,
     backend: str,
     controller: str | None,
-    tile: int,
+    tile: str,
     monkeypatch: pytest.MonkeyPatch,
     device: torch.device,
 ) -> None:
-    monkeypatch.setenv(TILE_ENV, f"block_r=16,warps=2,bwd_warps=2,stages=2,chunks={tile}")
+    monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
 

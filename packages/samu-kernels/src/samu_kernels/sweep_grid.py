@@ -6,7 +6,8 @@ the registers (``scripts/check_kernels_compile.py --stats``: RG-LRU backward 196
 at 16 rows, 80 at 8; 255, the limit, with two channels per thread at 16 rows). So: half and
 a quarter of the unrolled rows, two channels per thread at half the rows, four-warp
 programs, and, for the hierarchical backends, longer and shorter runs of chunks per program
-(fewer or more programs), or for the sequential ones two pipeline stages and half-warp rows
+(fewer or more programs) and the one-pass chained forward (``chained=1``), or for the
+sequential ones two pipeline stages and half-warp rows
 (the only ways they get more loads in flight). Twice the rows is left out: it compiles for
 minutes and hits the register limit. ``chunks_per_program`` is a runtime argument (no
 recompilation); the other knobs each compile new kernels.
@@ -19,7 +20,7 @@ from dataclasses import replace
 from samu_kernels.backends import parse_backend
 from samu_kernels.common.geometry import MIN_BLOCK_R, Tile, heuristic_tile
 
-MAX_GEOMETRIES = 8
+MAX_GEOMETRIES = 10
 
 
 def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int) -> list[Tile]:
@@ -51,6 +52,8 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
             replace(fewer_rows, chunks_per_program=max(1, runs // 2)),
+            replace(base, chained=1),
+            replace(fewer_rows, chained=1),
         ]
     else:
         candidates += [

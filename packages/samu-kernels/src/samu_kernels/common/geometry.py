@@ -3,13 +3,15 @@ chunks per program, from a small per-shape heuristic or the ``SAMU_KERNELS_TILE`
 
 The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
-    SAMU_KERNELS_TILE="block_r=64,warps=2,bwd_warps=2,stages=3,chunks=8,unroll=8"
+    SAMU_KERNELS_TILE="block_r=64,warps=2,bwd_warps=2,stages=3,chunks=8,unroll=8,chained=1"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
 pipeline depth of the chunk loops, >= 1), ``chunks`` (consecutive chunks one program of
-a hierarchical pass covers, >= 1) and ``unroll`` (rows of a chunk unrolled at a time, a
-power of two; capped at the chunk length). Keys left out keep the heuristic's value.
+a hierarchical pass covers, >= 1), ``unroll`` (rows of a chunk unrolled at a time, a
+power of two; capped at the chunk length) and ``chained`` (1: the hierarchical forward in
+one pass, runs chained in order; 0: three passes). Keys left out keep the heuristic's
+value.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _KEYS = {
     "stages": "num_stages",
     "chunks": "chunks_per_program",
     "unroll": "unroll",
+    "chained": "chained",
 }
 
 
@@ -51,7 +54,9 @@ class Tile:
     block_r: channels per program; num_warps / backward_warps: warps of the forward /
     backward kernels; num_stages: software-pipeline depth of the loops over chunks;
     chunks_per_program: chunks one program of a hierarchical pass covers in order;
-    unroll: rows of a chunk unrolled at a time (their loads are issued together).
+    unroll: rows of a chunk unrolled at a time (their loads are issued together);
+    chained: 1 runs the hierarchical forward in one pass (``forward_chained_kernel``), 0 in
+    three (summaries, prefix, outputs). Not yet the default: unmeasured on a GPU.
     """
 
     block_r: int
@@ -60,6 +65,7 @@ class Tile:
     num_stages: int
     chunks_per_program: int
     unroll: int
+    chained: int = 0
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -124,7 +130,10 @@ def parse_tile_override(text: str) -> dict[str, int]:
             raise ValueError(f"{TILE_ENV}: unroll must be a power of two, got {value}")
         if key in ("warps", "bwd_warps") and not (power_of_two and value <= 32):
             raise ValueError(f"{TILE_ENV}: {key} must be a power of two in 1..32, got {value}")
-        if value < 1:
+        if key == "chained":
+            if value not in (0, 1):
+                raise ValueError(f"{TILE_ENV}: chained must be 0 or 1, got {value}")
+        elif value < 1:
             raise ValueError(f"{TILE_ENV}: {key} must be >= 1, got {value}")
         values[_KEYS[key]] = value
     return values

@@ -8,7 +8,8 @@ Forward
   * hierarchical: the chunks are cut into runs of ``chunks_per_program`` consecutive
     chunks (grid axis 1). ``run_summary_kernel`` (decay product and zero-start end state of
     every run) -> ``prefix_kernel`` (incoming state of every run) -> ``forward_runs_kernel``
-    (outputs of every run from its incoming state, chunk by chunk).
+    (outputs of every run from its incoming state, chunk by chunk); or, with the tile's
+    ``chained`` knob, ``forward_chained_kernel``: the same in one pass, runs chained in order.
 Backward (reverse time; dL/dh_t = g_t + a_{t+1} dL/dh_{t+1})
   * ``backward_sequential_kernel``: each program walks its chunks from the last.
   * hierarchical: ``reverse_run_summary_kernel`` -> ``prefix_kernel`` (REVERSE) ->
@@ -337,6 +338,94 @@ def forward_runs_kernel(
             FUSED_WRITE,
             not FUSED_WRITE,
         )
+
+
+@triton.jit
+def _wait_for_flag(FLAG, offs, col_mask):
+    """Spin until every channel of ``offs`` in ``FLAG`` is set (acquire: the stores made
+    before the flag's release are visible after)."""
+    flag = tl.atomic_add(FLAG + offs, 0, mask=col_mask, sem="acquire")
+    while tl.sum((col_mask & (flag == 0)).to(tl.int32)) > 0:
+        flag = tl.atomic_add(FLAG + offs, 0, mask=col_mask, sem="acquire")
+
+
+@triton.jit
+def forward_chained_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    H0,
+    OUT,
+    FINAL,
+    SAVED,
+    RUN_END,
+    FLAG,
+    TICKET,
+    L,
+    R,
+    n_chunks,
+    chunks_per_program,
+    n_runs,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    HAS_H0: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    """The hierarchical forward in one pass: runs chained in order.
+
+    A program takes the next run of its channel block from a ticket (so it waits only on
+    runs already running), composes the run's summary, waits for the previous run's end
+    state (RUN_END [B, n_runs, R], published with a release flag in FLAG, same shape,
+    zeroed), publishes its own end state, then walks the run again from its incoming state
+    writing outputs (the run's inputs come back from L2). Every state is computed in the
+    same order on every call: bit-reproducible, unlike a decoupled look-back.
+    """
+    column = tl.program_id(0)
+    b, offs_r, col_mask = _program_channels(column, R, BLOCK_R)
+    run = tl.atomic_add(TICKET + column, 1)
+    decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    first = run * chunks_per_program
+    last = tl.minimum(first + chunks_per_program, n_chunks)
+    run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
+    run_state = tl.zeros([BLOCK_R], dtype=tl.float32)
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        run_decay, run_state = chunk_summary(
+            U, GATE_X, GATE_A, RESET, b, chunk, run_decay, run_state, offs_r, col_mask, L, R,
+            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS,
+        )  # fmt: skip
+    if run == 0:
+        if HAS_H0:
+            h = tl.load(H0 + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+        else:
+            h = tl.zeros([BLOCK_R], dtype=tl.float32)
+    else:
+        previous = state_offsets(b, run - 1, offs_r, R, n_runs)
+        _wait_for_flag(FLAG, previous, col_mask)
+        h = tl.load(RUN_END + previous, mask=col_mask, other=0.0)
+    mine = state_offsets(b, run, offs_r, R, n_runs)
+    end_state = run_decay * h + run_state
+    tl.store(RUN_END + mine, end_state, mask=col_mask)
+    tl.atomic_xchg(FLAG + mine, 1, mask=col_mask, sem="release")
+    if run == n_runs - 1:
+        tl.store(FINAL + b.to(tl.int64) * R + offs_r, end_state, mask=col_mask)
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        h = forward_chunk(
+            U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, chunk, h, offs_r, col_mask, L, R,
+            n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
+            SHARED_SFU, HAS_RESETS, FUSED_WRITE, not FUSED_WRITE,
+        )  # fmt: skip
 
 
 @triton.jit

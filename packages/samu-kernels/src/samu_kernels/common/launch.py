@@ -231,10 +231,27 @@ def launch_forward(
 
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
+    grid = (geo.batch * geo.n_rb, geo.n_runs)
+    if geo.tile.chained:
+        wrap(kernels.forward_chained_kernel)[grid](
+            *pointers,
+            _or(h0, u),
+            result.output,
+            result.final_state,
+            result.saved,
+            new_buffer(u, summaries_shape, torch.float32),
+            zeroed_buffer(u, summaries_shape, torch.int32),
+            zeroed_buffer(u, (geo.batch * geo.n_rb,), torch.int32),
+            *sizes,
+            *runs,
+            HAS_H0=h0 is not None,
+            FUSED_WRITE=config.fused_write,
+            **flags,
+        )
+        return result
     sum_a = new_buffer(u, summaries_shape, torch.float32)
     sum_b = new_buffer(u, summaries_shape, torch.float32)
     carry = new_buffer(u, summaries_shape, torch.float32)
-    grid = (geo.batch * geo.n_rb, geo.n_runs)
     u_, gate_x_, gate_a_, _, channel_, scalars_, reset_ = pointers
     wrap(kernels.run_summary_kernel)[grid](
         u_, gate_x_, gate_a_, channel_, scalars_, reset_, sum_a, sum_b, *sizes, *runs, **flags
@@ -465,6 +482,11 @@ def _reduce_partials(
 def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """Every buffer the launchers hand to a kernel comes from here (tests poison it)."""
     return like.new_empty(shape, dtype=dtype)
+
+
+def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A buffer a kernel needs zeroed (flags, tickets of the chained forward)."""
+    return like.new_zeros(shape, dtype=dtype)
 
 
 def _or(tensor: torch.Tensor | None, fallback: torch.Tensor) -> torch.Tensor:
