@@ -141,14 +141,14 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
 @pytest.mark.parametrize(("architecture", "backend", "controller"), HIERARCHICAL_ROWS)
-def test_chained_forward_at_reference_shapes(
+def test_chained_passes_at_reference_shapes(
     case: str,
     architecture: str,
     backend: str,
     controller: str | None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The one-pass hierarchical forward (tile knob `chained`): runs chained through flags
+    # The one-pass hierarchical passes (tile knob `chained`): runs chained through flags
     # by tickets; forward, every gradient and the final state against the fp64 reference.
     monkeypatch.setenv(TILE_ENV, "chained=1")
     problem = make_problem(

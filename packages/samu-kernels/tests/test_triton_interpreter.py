@@ -108,8 +108,8 @@ def runs_of(chunks: int) -> str:
             runs_of(4),
         ),
         ("samu", "fused_output_fused_write_chunk8", "reference", runs_of(2)),
-        # The one-pass chained forward: 3 runs of chunk8 chained through flags (one of
-        # chunk32), the backward as always.
+        # The one-pass chained passes: 3 runs of chunk8 chained through flags, forward and
+        # backward (one run of chunk32).
         ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", CHAINED),
         (
             "rglru",

@@ -6,7 +6,7 @@ the registers (``scripts/check_kernels_compile.py --stats``: RG-LRU backward 196
 at 16 rows, 80 at 8; 255, the limit, with two channels per thread at 16 rows). So: half and
 a quarter of the unrolled rows, two channels per thread at half the rows, four-warp
 programs, and, for the hierarchical backends, longer and shorter runs of chunks per program
-(fewer or more programs) and the one-pass chained forward (``chained=1``), or for the
+(fewer or more programs) and the one-pass chained passes (``chained=1``), or for the
 sequential ones two pipeline stages and half-warp rows
 (the only ways they get more loads in flight). Twice the rows is left out: it compiles for
 minutes and hits the register limit. ``chunks_per_program`` is a runtime argument (no

@@ -9,8 +9,8 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
 pipeline depth of the chunk loops, >= 1), ``chunks`` (consecutive chunks one program of
 a hierarchical pass covers, >= 1), ``unroll`` (rows of a chunk unrolled at a time, a
-power of two; capped at the chunk length) and ``chained`` (1: the hierarchical forward in
-one pass, runs chained in order; 0: three passes). Keys left out keep the heuristic's
+power of two; capped at the chunk length) and ``chained`` (1: each hierarchical direction
+in one pass, runs chained in order; 0: three passes). Keys left out keep the heuristic's
 value.
 """
 
@@ -55,8 +55,9 @@ class Tile:
     backward kernels; num_stages: software-pipeline depth of the loops over chunks;
     chunks_per_program: chunks one program of a hierarchical pass covers in order;
     unroll: rows of a chunk unrolled at a time (their loads are issued together);
-    chained: 1 runs the hierarchical forward in one pass (``forward_chained_kernel``), 0 in
-    three (summaries, prefix, outputs). Not yet the default: unmeasured on a GPU.
+    chained: 1 runs each hierarchical direction in one pass (``forward_chained_kernel``,
+    ``backward_chained_kernel``), 0 in three (summaries, prefix, runs). Not yet the default:
+    unmeasured on a GPU.
     """
 
     block_r: int

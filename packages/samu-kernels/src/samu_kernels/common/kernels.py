@@ -13,7 +13,8 @@ Forward
 Backward (reverse time; dL/dh_t = g_t + a_{t+1} dL/dh_{t+1})
   * ``backward_sequential_kernel``: each program walks its chunks from the last.
   * hierarchical: ``reverse_run_summary_kernel`` -> ``prefix_kernel`` (REVERSE) ->
-    ``backward_runs_kernel`` (each run from its last chunk).
+    ``backward_runs_kernel`` (each run from its last chunk); or, with the ``chained`` knob,
+    ``backward_chained_kernel``: the same in one pass, runs chained from the last.
 
 Inside a chunk every kernel walks the rows one by one on [BLOCK_R] vectors
 (``chunk.py``); across chunks it carries h (forward), or dL/dh and the decay of the row
@@ -550,6 +551,48 @@ def backward_sequential_kernel(
 
 
 @triton.jit
+def _reverse_run_summary(
+    U,
+    GATE_A,
+    Y,
+    GRAD_OUT,
+    RESET,
+    b,
+    first,
+    last,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    decay_scale,
+    w_a,
+    b_a,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    """(decay product, dL/dh at the first row from a zero carry) of chunks [first, last),
+    walked from the last row."""
+    a_next = row_decay(
+        U, GATE_A, RESET, b, last * T, offs_r, col_mask, L, R, decay_scale, w_a, b_a,
+        GATE_MODE, SHARED_SFU, HAS_RESETS,
+    )  # fmt: skip
+    run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
+    run_grad = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
+    for i in tl.range(0, last - first, num_stages=NUM_STAGES):
+        a_next, run_decay, run_grad = reverse_chunk_summary(
+            U, GATE_A, Y, GRAD_OUT, RESET, b, last - 1 - i, a_next, run_decay, run_grad,
+            offs_r, col_mask, L, R, decay_scale, w_a, b_a, GATE_MODE, OUT_MODE, T, UNROLL,
+            SHARED_SFU, HAS_RESETS,
+        )  # fmt: skip
+    return run_decay, run_grad
+
+
+@triton.jit
 def reverse_run_summary_kernel(
     U,
     GATE_A,
@@ -581,54 +624,90 @@ def reverse_run_summary_kernel(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
     first, last = _program_run(chunks_per_program, n_chunks)
-    a_next = row_decay(
-        U,
-        GATE_A,
-        RESET,
-        b,
-        last * T,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        b_a,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
-    run_grad = tl.zeros([BLOCK_R], dtype=tl.float32)
-    for i in tl.range(0, last - first, num_stages=NUM_STAGES):
-        a_next, run_decay, run_grad = reverse_chunk_summary(
-            U,
-            GATE_A,
-            Y,
-            GRAD_OUT,
-            RESET,
-            b,
-            last - 1 - i,
-            a_next,
-            run_decay,
-            run_grad,
-            offs_r,
-            col_mask,
-            L,
-            R,
-            decay_scale,
-            w_a,
-            b_a,
-            GATE_MODE,
-            OUT_MODE,
-            T,
-            UNROLL,
-            SHARED_SFU,
-            HAS_RESETS,
-        )
+    run_decay, run_grad = _reverse_run_summary(
+        U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
+        b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+    )  # fmt: skip
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
     tl.store(SUM_B + offs, run_grad, mask=col_mask)
+
+
+@triton.jit
+def _backward_run(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    GRAD_OUT,
+    SAVED,
+    SCRATCH,
+    D_U,
+    D_GATE_X,
+    D_GATE_A,
+    D_Y,
+    D_H0,
+    PARTIAL,
+    b,
+    offs_r,
+    col_mask,
+    run,
+    program,
+    dh,
+    L,
+    R,
+    n_chunks,
+    chunks_per_program,
+    n_runs,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    """Backward of run ``run``, last chunk first, from ``dh`` (dL/dh at the next run's first
+    row); stores the input gradients, dL/dh0 (run 0) and one PARTIAL row. ``program`` is the
+    flat index of this program's SCRATCH rows."""
+    decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    scratch = _scratch_rows(SCRATCH, program, T, BLOCK_R)
+    zero = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc_decay = zero
+    acc_wa = zero
+    acc_wx = zero
+    acc_ba = zero
+    acc_bx = zero
+    acc_logc = zero
+    acc_skip = zero
+    first = run * chunks_per_program
+    last = tl.minimum(first + chunks_per_program, n_chunks)
+    a_next = row_decay(
+        U, GATE_A, RESET, b, last * T, offs_r, col_mask, L, R, decay_scale, w_a, b_a,
+        GATE_MODE, SHARED_SFU, HAS_RESETS,
+    )  # fmt: skip
+    for i in tl.range(0, last - first, num_stages=NUM_STAGES):
+        dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
+            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, SAVED, scratch, D_U, D_GATE_X, D_GATE_A, D_Y,
+            b, last - 1 - i, dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc,
+            acc_skip, offs_r, col_mask, L, R, n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip,
+            GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FUSED_WRITE,
+        )  # fmt: skip
+    # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
+    tl.store(
+        D_H0 + b.to(tl.int64) * R + offs_r, a_next * dh, mask=col_mask & (offs_r * 0 + run == 0)
+    )
+    store_partials(
+        PARTIAL, b * n_runs + run, offs_r, col_mask, R, a_param_factor, acc_decay, acc_wa,
+        acc_wx, acc_ba, acc_bx, acc_logc, acc_skip, GATE_MODE,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -669,99 +748,85 @@ def backward_runs_kernel(
     the next run's first row); one row of PARTIAL per program."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     run = tl.program_id(1)
-    decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
+    dh = tl.load(CARRY + state_offsets(b, run, offs_r, R, n_runs), mask=col_mask, other=0.0)
+    _backward_run(
+        U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
+        D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,
+        run * tl.num_programs(0) + tl.program_id(0), dh, L, R, n_chunks, chunks_per_program,
+        n_runs, GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FUSED_WRITE,
+        NUM_STAGES,
+    )  # fmt: skip
+
+
+@triton.jit
+def backward_chained_kernel(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    CHANNEL,
+    SCALARS,
+    RESET,
+    GRAD_OUT,
+    GRAD_FINAL,
+    SAVED,
+    SCRATCH,
+    D_U,
+    D_GATE_X,
+    D_GATE_A,
+    D_Y,
+    D_H0,
+    PARTIAL,
+    RUN_GRAD,
+    FLAG,
+    TICKET,
+    L,
+    R,
+    n_chunks,
+    chunks_per_program,
+    n_runs,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    """The hierarchical backward in one pass: runs chained from the last.
+
+    Tickets hand out the runs last first; a program composes its run's reverse summary,
+    waits for the next run's dL/dh at its first row (RUN_GRAD [B, n_runs, R], flagged in
+    FLAG, zeroed; GRAD_FINAL for the last run), publishes its own, then runs the backward of
+    its run from that carry. Bit-reproducible like the chained forward.
+    """
+    column = tl.program_id(0)
+    b, offs_r, col_mask = _program_channels(column, R, BLOCK_R)
+    run = n_runs - 1 - tl.atomic_add(TICKET + column, 1)
+    decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    scratch = _scratch_rows(SCRATCH, run * tl.num_programs(0) + tl.program_id(0), T, BLOCK_R)
-    zero = tl.zeros([BLOCK_R], dtype=tl.float32)
-    acc_decay = zero
-    acc_wa = zero
-    acc_wx = zero
-    acc_ba = zero
-    acc_bx = zero
-    acc_logc = zero
-    acc_skip = zero
-    first, last = _program_run(chunks_per_program, n_chunks)
-    dh = tl.load(CARRY + state_offsets(b, run, offs_r, R, n_runs), mask=col_mask, other=0.0)
-    a_next = row_decay(
-        U,
-        GATE_A,
-        RESET,
-        b,
-        last * T,
-        offs_r,
-        col_mask,
-        L,
-        R,
-        decay_scale,
-        w_a,
-        b_a,
-        GATE_MODE,
-        SHARED_SFU,
-        HAS_RESETS,
-    )
-    for i in tl.range(0, last - first, num_stages=NUM_STAGES):
-        dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
-            U,
-            GATE_X,
-            GATE_A,
-            Y,
-            RESET,
-            GRAD_OUT,
-            SAVED,
-            scratch,
-            D_U,
-            D_GATE_X,
-            D_GATE_A,
-            D_Y,
-            b,
-            last - 1 - i,
-            dh,
-            a_next,
-            acc_decay,
-            acc_wa,
-            acc_wx,
-            acc_ba,
-            acc_bx,
-            acc_logc,
-            acc_skip,
-            offs_r,
-            col_mask,
-            L,
-            R,
-            n_chunks,
-            decay_scale,
-            w_a,
-            w_x,
-            b_a,
-            b_x,
-            skip,
-            GATE_MODE,
-            OUT_MODE,
-            T,
-            UNROLL,
-            BLOCK_R,
-            SHARED_SFU,
-            HAS_RESETS,
-            FUSED_WRITE,
-        )
-    # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
-    tl.store(
-        D_H0 + b.to(tl.int64) * R + offs_r, a_next * dh, mask=col_mask & (offs_r * 0 + run == 0)
-    )
-    store_partials(
-        PARTIAL,
-        b * n_runs + run,
-        offs_r,
-        col_mask,
-        R,
-        a_param_factor,
-        acc_decay,
-        acc_wa,
-        acc_wx,
-        acc_ba,
-        acc_bx,
-        acc_logc,
-        acc_skip,
-        GATE_MODE,
-    )
+    first = run * chunks_per_program
+    last = tl.minimum(first + chunks_per_program, n_chunks)
+    run_decay, run_grad = _reverse_run_summary(
+        U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
+        b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+    )  # fmt: skip
+    if run == n_runs - 1:
+        carry = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+    else:
+        following = state_offsets(b, run + 1, offs_r, R, n_runs)
+        _wait_for_flag(FLAG, following, col_mask)
+        carry = tl.load(RUN_GRAD + following, mask=col_mask, other=0.0)
+    mine = state_offsets(b, run, offs_r, R, n_runs)
+    tl.store(RUN_GRAD + mine, run_decay * carry + run_grad, mask=col_mask)
+    tl.atomic_xchg(FLAG + mine, 1, mask=col_mask, sem="release")
+    _backward_run(
+        U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
+        D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,
+        run * tl.num_programs(0) + column, carry, L, R, n_chunks, chunks_per_program, n_runs,
+        GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FUSED_WRITE,
+        NUM_STAGES,
+    )  # fmt: skip

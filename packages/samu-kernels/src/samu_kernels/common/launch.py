@@ -415,10 +415,30 @@ def launch_backward(
 
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
+    grid = (geo.batch * geo.n_rb, geo.n_runs)
+    partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
+    scratch = geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs)
+    if geo.tile.chained:
+        wrap(kernels.backward_chained_kernel)[grid](
+            *inputs,
+            grad_final,
+            saved,
+            scratch,
+            *outputs,
+            grads.d_h0,
+            partial,
+            new_buffer(u, summaries_shape, torch.float32),
+            zeroed_buffer(u, summaries_shape, torch.int32),
+            zeroed_buffer(u, (geo.batch * geo.n_rb,), torch.int32),
+            *sizes,
+            *runs,
+            FUSED_WRITE=config.fused_write,
+            **flags,
+        )
+        return _reduce_partials(partial, grads, config)
     sum_a = new_buffer(u, summaries_shape, torch.float32)
     sum_b = new_buffer(u, summaries_shape, torch.float32)
     carry = new_buffer(u, summaries_shape, torch.float32)
-    grid = (geo.batch * geo.n_rb, geo.n_runs)
     wrap(kernels.reverse_run_summary_kernel)[grid](
         u_,
         gate_a_,
@@ -444,12 +464,11 @@ def launch_backward(
         config=config,
         reverse=True,
     )
-    partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
     wrap(kernels.backward_runs_kernel)[grid](
         *inputs,
         carry,
         saved,
-        geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs),
+        scratch,
         *outputs,
         grads.d_h0,
         partial,
@@ -485,7 +504,7 @@ def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -
 
 
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A buffer a kernel needs zeroed (flags, tickets of the chained forward)."""
+    """A buffer a kernel needs zeroed (flags and tickets of the chained passes)."""
     return like.new_zeros(shape, dtype=dtype)
 
 
