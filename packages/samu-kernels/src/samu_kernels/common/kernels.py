@@ -148,6 +148,84 @@ def _program_run(chunks_per_program, n_chunks):
 
 
 @triton.jit
+def _run_summary(
+    U,
+    GATE_X,
+    GATE_A,
+    RESET,
+    b,
+    first,
+    last,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    GATE_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    """(decay product, end state from zero) of chunks [first, last)."""
+    run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
+    run_state = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        run_decay, run_state = chunk_summary(
+            U, GATE_X, GATE_A, RESET, b, chunk, run_decay, run_state, offs_r, col_mask, L, R,
+            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS,
+        )  # fmt: skip
+    return run_decay, run_state
+
+
+@triton.jit
+def _forward_run(
+    U,
+    GATE_X,
+    GATE_A,
+    Y,
+    RESET,
+    OUT,
+    SAVED,
+    b,
+    first,
+    last,
+    h,
+    offs_r,
+    col_mask,
+    L,
+    R,
+    n_chunks,
+    decay_scale,
+    w_a,
+    w_x,
+    b_a,
+    b_x,
+    skip,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    T: tl.constexpr,
+    UNROLL: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    """Outputs (and checkpoints or states) of chunks [first, last) from incoming state h."""
+    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        h = forward_chunk(
+            U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, chunk, h, offs_r, col_mask, L, R,
+            n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
+            SHARED_SFU, HAS_RESETS, FUSED_WRITE, not FUSED_WRITE,
+        )  # fmt: skip
+
+
+@triton.jit
 def run_summary_kernel(
     U,
     GATE_X,
@@ -177,33 +255,10 @@ def run_summary_kernel(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
     first, last = _program_run(chunks_per_program, n_chunks)
-    run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
-    run_state = tl.zeros([BLOCK_R], dtype=tl.float32)
-    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        run_decay, run_state = chunk_summary(
-            U,
-            GATE_X,
-            GATE_A,
-            RESET,
-            b,
-            chunk,
-            run_decay,
-            run_state,
-            offs_r,
-            col_mask,
-            L,
-            R,
-            decay_scale,
-            w_a,
-            w_x,
-            b_a,
-            b_x,
-            GATE_MODE,
-            T,
-            UNROLL,
-            SHARED_SFU,
-            HAS_RESETS,
-        )
+    run_decay, run_state = _run_summary(
+        U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
+        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+    )  # fmt: skip
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
     tl.store(SUM_B + offs, run_state, mask=col_mask)
@@ -307,38 +362,11 @@ def forward_runs_kernel(
     h = tl.load(
         CARRY + state_offsets(b, tl.program_id(1), offs_r, R, n_runs), mask=col_mask, other=0.0
     )
-    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        h = forward_chunk(
-            U,
-            GATE_X,
-            GATE_A,
-            Y,
-            RESET,
-            OUT,
-            SAVED,
-            b,
-            chunk,
-            h,
-            offs_r,
-            col_mask,
-            L,
-            R,
-            n_chunks,
-            decay_scale,
-            w_a,
-            w_x,
-            b_a,
-            b_x,
-            skip,
-            GATE_MODE,
-            OUT_MODE,
-            T,
-            UNROLL,
-            SHARED_SFU,
-            HAS_RESETS,
-            FUSED_WRITE,
-            not FUSED_WRITE,
-        )
+    _forward_run(
+        U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, first, last, h, offs_r, col_mask, L, R,
+        n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
+        SHARED_SFU, HAS_RESETS, FUSED_WRITE, NUM_STAGES,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -399,13 +427,10 @@ def forward_chained_kernel(
     )
     first = run * chunks_per_program
     last = tl.minimum(first + chunks_per_program, n_chunks)
-    run_decay = tl.full([BLOCK_R], 1.0, dtype=tl.float32)
-    run_state = tl.zeros([BLOCK_R], dtype=tl.float32)
-    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        run_decay, run_state = chunk_summary(
-            U, GATE_X, GATE_A, RESET, b, chunk, run_decay, run_state, offs_r, col_mask, L, R,
-            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS,
-        )  # fmt: skip
+    run_decay, run_state = _run_summary(
+        U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
+        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+    )  # fmt: skip
     if run == 0:
         if HAS_H0:
             h = tl.load(H0 + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
@@ -421,12 +446,11 @@ def forward_chained_kernel(
     tl.atomic_xchg(FLAG + mine, 1, mask=col_mask, sem="release")
     if run == n_runs - 1:
         tl.store(FINAL + b.to(tl.int64) * R + offs_r, end_state, mask=col_mask)
-    for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        h = forward_chunk(
-            U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, chunk, h, offs_r, col_mask, L, R,
-            n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
-            SHARED_SFU, HAS_RESETS, FUSED_WRITE, not FUSED_WRITE,
-        )  # fmt: skip
+    _forward_run(
+        U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, first, last, h, offs_r, col_mask, L, R,
+        n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
+        SHARED_SFU, HAS_RESETS, FUSED_WRITE, NUM_STAGES,
+    )  # fmt: skip
 
 
 @triton.jit
