@@ -32,8 +32,9 @@ WARPS_PER_SM = 16
 """The heuristic aims for about this many warps of work per multiprocessor (one-warp
 programs of ~64-128 registers: 16-32 fit)."""
 UNROLL = 16
-"""Rows unrolled at a time. 16 beat 8 on the H200 (more loads in flight per warp) and
-compiles in seconds per kernel; 32 took minutes per kernel and ~255 registers."""
+"""Rows unrolled at a time. 16 timed better than 8 in launched timings that host overhead
+dominated; 8 halves the registers (twice the resident warps), so the device-time sweep
+decides. 32 took minutes per kernel to compile and ~255 registers."""
 MAX_CHUNKS_PER_PROGRAM = 16
 
 _KEYS = {
