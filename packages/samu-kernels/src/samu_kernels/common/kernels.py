@@ -141,9 +141,9 @@ def forward_sequential_kernel(
 
 
 @triton.jit
-def _program_run(chunks_per_program, n_chunks):
-    """(first chunk, one past the last chunk) of this program's run (grid axis 1)."""
-    first = tl.program_id(1) * chunks_per_program
+def _run_chunks(run, chunks_per_program, n_chunks):
+    """(first chunk, one past the last chunk) of run ``run``."""
+    first = run * chunks_per_program
     return first, tl.minimum(first + chunks_per_program, n_chunks)
 
 
@@ -254,7 +254,7 @@ def run_summary_kernel(
     decay_scale, _, w_a, w_x, b_a, b_x, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    first, last = _program_run(chunks_per_program, n_chunks)
+    first, last = _run_chunks(tl.program_id(1), chunks_per_program, n_chunks)
     run_decay, run_state = _run_summary(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
         b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
@@ -358,7 +358,7 @@ def forward_runs_kernel(
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    first, last = _program_run(chunks_per_program, n_chunks)
+    first, last = _run_chunks(tl.program_id(1), chunks_per_program, n_chunks)
     h = tl.load(
         CARRY + state_offsets(b, tl.program_id(1), offs_r, R, n_runs), mask=col_mask, other=0.0
     )
@@ -425,8 +425,7 @@ def forward_chained_kernel(
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    first = run * chunks_per_program
-    last = tl.minimum(first + chunks_per_program, n_chunks)
+    first, last = _run_chunks(run, chunks_per_program, n_chunks)
     run_decay, run_state = _run_summary(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
         b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
@@ -647,7 +646,7 @@ def reverse_run_summary_kernel(
     decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    first, last = _program_run(chunks_per_program, n_chunks)
+    first, last = _run_chunks(tl.program_id(1), chunks_per_program, n_chunks)
     run_decay, run_grad = _reverse_run_summary(
         U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
         b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
@@ -711,8 +710,7 @@ def _backward_run(
     acc_bx = zero
     acc_logc = zero
     acc_skip = zero
-    first = run * chunks_per_program
-    last = tl.minimum(first + chunks_per_program, n_chunks)
+    first, last = _run_chunks(run, chunks_per_program, n_chunks)
     a_next = row_decay(
         U, GATE_A, RESET, b, last * T, offs_r, col_mask, L, R, decay_scale, w_a, b_a,
         GATE_MODE, SHARED_SFU, HAS_RESETS,
@@ -832,8 +830,7 @@ def backward_chained_kernel(
     decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
-    first = run * chunks_per_program
-    last = tl.minimum(first + chunks_per_program, n_chunks)
+    first, last = _run_chunks(run, chunks_per_program, n_chunks)
     run_decay, run_grad = _reverse_run_summary(
         U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
         b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
