@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
-from samu_kernels.benchmark import COUNTED_TENSORS, REFERENCE_SHAPES, Timing, _row
+from samu_kernels.backends import REFERENCE_FILE_ROWS
+from samu_kernels.benchmark import (
+    BACKENDS,
+    COUNTED_TENSORS,
+    REFERENCE_SHAPES,
+    Timing,
+    _row,
+    benchmark_tasks,
+    sweep_tasks,
+)
+from samu_kernels.common.geometry import TILE_ENV, format_tile
+from samu_kernels.precompile import CompileTask, precompile
+from samu_kernels.sweep_grid import sweep_tiles
 
 
 @pytest.mark.parametrize("architecture", sorted(COUNTED_TENSORS))
@@ -21,3 +34,47 @@ def test_bandwidth_comes_from_device_time_and_counted_bytes(architecture: str) -
     assert row.timing == "cuda_graph"
     assert row.gbps == pytest.approx(counted / 0.5e-3 / 1e9)
     assert row.percent_of_copy == pytest.approx(100 * row.gbps / 4000.0)
+
+
+H200_SMS = 132
+TINY = (1, 5, 4)
+SAMU_SEQUENTIAL = "fused_output_fused_write_shared_sfu_chunk32"
+
+
+def test_sweep_tasks_cover_every_reference_backend_and_shape_from_the_heuristic() -> None:
+    tasks = sweep_tasks(H200_SMS)
+    for shape in REFERENCE_SHAPES.values():
+        for architecture, backend, _ in REFERENCE_FILE_ROWS:
+            mine = [t for t in tasks if t.shape == shape and t.backend == backend]
+            tiles = sweep_tiles(backend, shape, H200_SMS)
+            assert [t.geometry for t in mine] == [format_tile(tile) for tile in tiles]
+            assert {t.architecture for t in mine} == {architecture}
+
+
+def test_benchmark_tasks_use_the_heuristic_tile() -> None:
+    tasks = benchmark_tasks()
+    assert len(tasks) == len(REFERENCE_SHAPES) * len(BACKENDS)
+    assert {task.geometry for task in tasks} == {""}
+
+
+def test_precompile_runs_every_task_in_worker_processes_and_restores_the_tile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TILE_ENV, "unroll=4")
+    tasks = [
+        CompileTask("samu", SAMU_SEQUENTIAL, TINY, "block_r=16,unroll=2"),
+        CompileTask("samu", SAMU_SEQUENTIAL, TINY),
+    ]
+    precompile(tasks, jobs=2, device="cpu")
+    assert os.environ[TILE_ENV] == "unroll=4"
+
+
+def test_precompile_in_process_reports_a_failing_task() -> None:
+    tasks = [CompileTask("samu", SAMU_SEQUENTIAL, TINY, "unroll=zero")]
+    with pytest.raises(ValueError, match="unroll"):
+        precompile(tasks, jobs=1, device="cpu")
+
+
+def test_precompile_refuses_no_jobs() -> None:
+    with pytest.raises(ValueError, match="jobs must be at least 1, got 0"):
+        precompile([], 0)

@@ -9,6 +9,11 @@ Run on a CUDA GPU::
 launch geometries (``sweep_grid.py``, applied through ``SAMU_KERNELS_TILE``) next to the
 peers, and prints the best geometry per (shape, backend) and the full table.
 
+Before timing, every kernel the run will launch is compiled in ``--jobs`` spawned processes
+(``precompile.py``; default: the CPU count, at most 16), which fill Triton's on-disk cache:
+a sweep specialises hundreds of kernels, and Triton compiles one at a time in the
+launching thread.
+
 It measures the device copy bandwidth (a large device-to-device copy, bytes read plus
 written), then times forward + backward of each backend on each reference shape
 (bfloat16), and of the public scans a user would otherwise
@@ -41,19 +46,27 @@ import argparse
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
+from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
-from samu_kernels.rglru import rglru_scan
-from samu_kernels.samu import samu_scan
+from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.sweep_grid import sweep_tiles
 
-__all__ = ["BenchmarkRow", "main", "measure_copy_bandwidth", "run_benchmark", "run_sweep"]
+__all__ = [
+    "BenchmarkRow",
+    "benchmark_tasks",
+    "main",
+    "measure_copy_bandwidth",
+    "run_benchmark",
+    "run_sweep",
+    "sweep_tasks",
+]
 
 REFERENCE_SHAPES: dict[str, tuple[int, int, int]] = {
     "state2048_short": (4, 2048, 2048),
@@ -68,8 +81,6 @@ BACKENDS: tuple[tuple[str, str], ...] = (
     ("samu", "fused_output_fused_write_shared_sfu_chunk16"),
 )
 COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
-
-Step = Callable[[], object]
 
 
 @dataclass(frozen=True)
@@ -126,101 +137,38 @@ def _time(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) ->
     return Timing(device_ms, launch_ms, "cuda_graph")
 
 
-def _rglru_step(
-    shape: tuple[int, int, int], backend: str, device: torch.device
-) -> tuple[Step, list[torch.Tensor]]:
-    u, gate_x, gate_a, y, grad = (
-        torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(5)
-    )
-    a_param = torch.full((shape[2],), -4.0, device=device)
-    leaves = [t.requires_grad_(True) for t in (u, gate_x, gate_a, y, a_param)]
-
-    def step() -> None:
-        output = rglru_scan(u, gate_x, gate_a, a_param, y, backend=backend).output
-        torch.autograd.backward(output, grad)
-
-    return step, leaves
+def benchmark_tasks() -> list[CompileTask]:
+    """Every (backend, reference shape) :func:`run_benchmark` times, at the heuristic tile."""
+    return [
+        CompileTask(architecture, backend, shape)
+        for shape in REFERENCE_SHAPES.values()
+        for architecture, backend in BACKENDS
+    ]
 
 
-def _samu_step(
-    shape: tuple[int, int, int], backend: str, device: torch.device
-) -> tuple[Step, list[torch.Tensor]]:
-    u, y, grad = (torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(3))
-    channels = [torch.randn(shape[2], device=device) for _ in range(3)]
-    scalars = [torch.tensor(value, device=device) for value in (0.0, 0.0, math.log(8), 0.5)]
-    leaves = [t.requires_grad_(True) for t in (u, y, *channels, *scalars)]
-    a_param, w_a, w_x = channels
-    b_a, b_x, log_c, skip = scalars
-
-    def step() -> None:
-        output = samu_scan(u, y, a_param, w_a, b_a, w_x, b_x, log_c, skip, backend=backend).output
-        torch.autograd.backward(output, grad)
-
-    return step, leaves
-
-
-def _peer_steps(
-    shape: tuple[int, int, int], device: torch.device
-) -> dict[str, tuple[Step, list[torch.Tensor]]]:
-    """The public scans that are importable, on h_t = a_t h_{t-1} + x_t in bfloat16."""
-    steps: dict[str, tuple[Step, list[torch.Tensor]]] = {}
-    x, grad = (torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(2))
-    log_a = (-torch.rand(shape, device=device) * 0.1).to(torch.bfloat16)
-    try:
-        from fla.ops.hgrn import chunk_hgrn, fused_recurrent_hgrn  # noqa: PLC0415
-    except ImportError as error:
-        print(f"skipping fla-core (fla.ops.hgrn): {error}")
-    else:
-        for name, fn in (
-            ("fla.chunk_hgrn", chunk_hgrn),
-            ("fla.fused_recurrent_hgrn", fused_recurrent_hgrn),
-        ):
-            xs, gs = x.clone().requires_grad_(True), log_a.clone().requires_grad_(True)
-
-            def fla_step(
-                fn: Callable[..., tuple[torch.Tensor, object]] = fn,
-                xs: torch.Tensor = xs,
-                gs: torch.Tensor = gs,
-            ) -> None:
-                torch.autograd.backward(fn(xs, gs)[0], grad)
-
-            steps[name] = (fla_step, [xs, gs])
-    try:
-        # The Triton scan of accelerated-scan; its `warp` variant is a CUDA extension
-        # built at import time and is not timed here.
-        from accelerated_scan.scalar import scan  # noqa: PLC0415
-    except ImportError as error:
-        print(f"skipping accelerated_scan (accelerated_scan.scalar.scan): {error}")
-    else:
-        # accelerated_scan's layout is [B, C, T].
-        gates = log_a.float().exp().to(torch.bfloat16).transpose(1, 2).contiguous()
-        tokens = x.transpose(1, 2).contiguous().requires_grad_(True)
-        gates.requires_grad_(True)
-        grad_bct = grad.transpose(1, 2).contiguous()
-
-        def accelerated_step() -> None:
-            torch.autograd.backward(scan(gates, tokens), grad_bct)
-
-        steps["accelerated_scan.scalar"] = (accelerated_step, [gates, tokens])
-    return steps
-
-
-def run_benchmark(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
-    """Copy bandwidth (GB/s) and one row per (implementation, reference shape)."""
+def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[BenchmarkRow]]:
+    """Copy bandwidth (GB/s) and one row per (implementation, reference shape); the
+    kernels are compiled first in ``jobs`` processes (:func:`precompile`)."""
+    _precompile(benchmark_tasks(), jobs)
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
     for case, shape in REFERENCE_SHAPES.items():
         candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
         for architecture, backend in BACKENDS:
-            make = _rglru_step if architecture == "rglru" else _samu_step
-            candidates.append((backend, architecture, *make(shape, backend, device)))
-        for name, (step, leaves) in _peer_steps(shape, device).items():
+            step, leaves = scan_step(architecture, shape, backend, device)
+            candidates.append((backend, architecture, step, leaves))
+        for name, (step, leaves) in peer_steps(shape, device).items():
             candidates.append((name, "linear_scan", step, leaves))
         for name, architecture, step, leaves in candidates:
             rows.append(_row(name, architecture, case, shape, _time(step, leaves), copy_gbps))
         del candidates
         torch.cuda.empty_cache()
     return copy_gbps, rows
+
+
+def _precompile(tasks: Sequence[CompileTask], jobs: int) -> None:
+    seconds = precompile(tasks, jobs)
+    print(f"compiled the kernels of {len(tasks)} steps in {seconds:.0f} s ({jobs} processes)")
 
 
 def _row(
@@ -260,28 +208,52 @@ def _format_row(row: BenchmarkRow) -> str:
     )
 
 
-def run_sweep(device: torch.device) -> tuple[float, list[BenchmarkRow]]:
-    """Copy bandwidth (GB/s) and one row per (reference-file backend, shape, geometry),
-    plus one per (peer, shape). Geometries come from :func:`sweep_tiles`."""
-    copy_gbps = measure_copy_bandwidth(device)
+def sweep_tasks(multiprocessors: int) -> list[CompileTask]:
+    """Every (reference-file backend, reference shape, geometry) :func:`run_sweep` times,
+    grouped by shape, then backend; geometries come from :func:`sweep_tiles`."""
+    return [
+        CompileTask(architecture, backend, shape, format_tile(tile))
+        for shape in REFERENCE_SHAPES.values()
+        for architecture, backend, _ in REFERENCE_FILE_ROWS
+        for tile in sweep_tiles(backend, shape, multiprocessors)
+    ]
+
+
+def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[BenchmarkRow]]:
+    """Copy bandwidth (GB/s) and one row per sweep task (:func:`sweep_tasks`), plus one per
+    (peer, shape); the kernels are compiled first in ``jobs`` processes."""
     multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
+    tasks = sweep_tasks(multiprocessors)
+    _precompile(tasks, jobs)
+    copy_gbps = measure_copy_bandwidth(device)
+    cases = {shape: case for case, shape in REFERENCE_SHAPES.items()}
     previous = os.environ.get(TILE_ENV)
     rows = []
     try:
-        for case, shape in REFERENCE_SHAPES.items():
-            for architecture, backend, _ in REFERENCE_FILE_ROWS:
-                make = _rglru_step if architecture == "rglru" else _samu_step
-                step, leaves = make(shape, backend, device)
-                for tile in sweep_tiles(backend, shape, multiprocessors):
-                    geometry = format_tile(tile)
-                    os.environ[TILE_ENV] = geometry
-                    timing = _time(step, leaves, quick=True)
-                    rows.append(
-                        _row(backend, architecture, case, shape, timing, copy_gbps, geometry)
+        for shape, case in cases.items():
+            steps = {}
+            for task in (task for task in tasks if task.shape == shape):
+                if task.backend not in steps:
+                    steps = {
+                        task.backend: scan_step(task.architecture, shape, task.backend, device)
+                    }
+                step, leaves = steps[task.backend]
+                os.environ[TILE_ENV] = task.geometry
+                timing = _time(step, leaves, quick=True)
+                rows.append(
+                    _row(
+                        task.backend,
+                        task.architecture,
+                        case,
+                        shape,
+                        timing,
+                        copy_gbps,
+                        task.geometry,
                     )
-                del step, leaves
+                )
+            del steps
             os.environ.pop(TILE_ENV, None)
-            for name, (step, leaves) in _peer_steps(shape, device).items():
+            for name, (step, leaves) in peer_steps(shape, device).items():
                 rows.append(_row(name, "linear_scan", case, shape, _time(step, leaves), copy_gbps))
             torch.cuda.empty_cache()
     finally:
@@ -311,12 +283,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="time the reference-file backends under a grid of launch geometries",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(16, os.cpu_count() or 1),
+        help="processes that compile the kernels before timing (default: CPUs, at most 16)",
+    )
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("samu_kernels.benchmark needs a CUDA GPU")
         return 2
     device = torch.device("cuda")
-    copy_gbps, rows = (run_sweep if args.sweep else run_benchmark)(device)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    copy_gbps, rows = (run_sweep if args.sweep else run_benchmark)(device, args.jobs)
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name(device)})")
     if args.sweep:
         print(f"best geometry per (shape, implementation) ({TILE_ENV} values):")
