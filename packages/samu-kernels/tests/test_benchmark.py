@@ -65,14 +65,19 @@ def test_precompile_runs_every_task_in_worker_processes_and_restores_the_tile(
         CompileTask("samu", SAMU_SEQUENTIAL, TINY, "block_r=16,unroll=2"),
         CompileTask("samu", SAMU_SEQUENTIAL, TINY),
     ]
-    precompile(tasks, jobs=2, device="cpu")
+    report = precompile(tasks, jobs=2, device="cpu")
+    assert report.failures == {}
     assert os.environ[TILE_ENV] == "unroll=4"
 
 
-def test_precompile_in_process_reports_a_failing_task() -> None:
-    tasks = [CompileTask("samu", SAMU_SEQUENTIAL, TINY, "unroll=zero")]
-    with pytest.raises(ValueError, match="unroll"):
-        precompile(tasks, jobs=1, device="cpu")
+def test_precompile_reports_a_failing_task_and_goes_on() -> None:
+    bad = CompileTask("samu", SAMU_SEQUENTIAL, TINY, "unroll=zero")
+    good = CompileTask("samu", SAMU_SEQUENTIAL, TINY, "unroll=2")
+    report = precompile([bad, good], jobs=1, device="cpu")
+    assert list(report.failures) == [bad]
+    assert report.failures[bad] == (
+        "ValueError: SAMU_KERNELS_TILE: unroll must be an integer, got 'zero'"
+    )
 
 
 def test_precompile_refuses_no_jobs() -> None:

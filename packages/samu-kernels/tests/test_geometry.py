@@ -9,6 +9,8 @@ import pytest
 from samu_kernels.backends import REFERENCE_FILE_ROWS, parse_backend
 from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import (
+    HIERARCHICAL_UNROLL,
+    HIERARCHICAL_WARPS_PER_SM,
     TILE_ENV,
     WARPS_PER_SM,
     Tile,
@@ -39,7 +41,8 @@ def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
     if hierarchical:
         n_chunks = math.ceil(length / chunk)
         runs = math.ceil(n_chunks / tile.chunks_per_program)
-        assert channel_programs * runs >= WARPS_PER_SM * H200_SMS
+        assert channel_programs * runs >= HIERARCHICAL_WARPS_PER_SM * H200_SMS
+        assert tile.unroll == HIERARCHICAL_UNROLL
     else:
         assert tile.chunks_per_program == 1
         assert tile.block_r == 32 or channel_programs >= WARPS_PER_SM * H200_SMS
@@ -47,7 +50,28 @@ def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
 
 def test_heuristic_handles_tiny_problems() -> None:
     tile = heuristic_tile(1, 1, 1, 256, hierarchical=True, multiprocessors=4)
-    assert tile == Tile(16, 1, 1, 1, 1, 16)
+    assert tile == Tile(16, 1, 1, 1, 1, HIERARCHICAL_UNROLL)
+    assert heuristic_tile(1, 1, 1, 4, hierarchical=False, multiprocessors=4).unroll == 4
+
+
+@pytest.mark.parametrize(
+    ("shape", "chunk", "runs_of"),
+    [
+        ((4, 2048, 2048), 16, 7),
+        ((4, 2048, 2048), 32, 3),
+        ((1, 8192, 2560), 16, 8),
+        ((1, 8192, 2560), 32, 4),
+        ((1, 32768, 2048), 16, 8),
+        ((1, 32768, 2048), 32, 8),
+    ],
+)
+def test_hierarchical_heuristic_picks_the_sweeps_best_geometries(
+    shape: tuple[int, int, int], chunk: int, runs_of: int
+) -> None:
+    # The geometries the H200 device-time sweep of 2026-12-03 timed fastest (or within 2 %)
+    # for the hierarchical reference rows (docs/performance.md): a change here needs a sweep.
+    tile = heuristic_tile(*shape, chunk, hierarchical=True, multiprocessors=H200_SMS)
+    assert (tile.block_r, tile.unroll, tile.chunks_per_program) == (32, 8, runs_of)
 
 
 def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -148,13 +148,16 @@ def benchmark_tasks() -> list[CompileTask]:
 
 def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[BenchmarkRow]]:
     """Copy bandwidth (GB/s) and one row per (implementation, reference shape); the
-    kernels are compiled first in ``jobs`` processes (:func:`precompile`)."""
-    _precompile(benchmark_tasks(), jobs)
+    kernels are compiled first in ``jobs`` processes (:func:`precompile`); a backend whose
+    kernels fail to compile on a shape is left out there."""
+    failed = _precompile(benchmark_tasks(), jobs)
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
     for case, shape in REFERENCE_SHAPES.items():
         candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
         for architecture, backend in BACKENDS:
+            if CompileTask(architecture, backend, shape) in failed:
+                continue
             step, leaves = scan_step(architecture, shape, backend, device)
             candidates.append((backend, architecture, step, leaves))
         for name, (step, leaves) in peer_steps(shape, device).items():
@@ -166,9 +169,16 @@ def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[Benc
     return copy_gbps, rows
 
 
-def _precompile(tasks: Sequence[CompileTask], jobs: int) -> None:
-    seconds = precompile(tasks, jobs)
-    print(f"compiled the kernels of {len(tasks)} steps in {seconds:.0f} s ({jobs} processes)")
+def _precompile(tasks: Sequence[CompileTask], jobs: int) -> set[CompileTask]:
+    """Compile ``tasks`` (:func:`precompile`), print what happened; the failed tasks."""
+    report = precompile(tasks, jobs)
+    print(
+        f"compiled the kernels of {len(tasks)} steps in {report.seconds:.0f} s "
+        f"({jobs} processes, {len(report.failures)} failed)"
+    )
+    for task, message in report.failures.items():
+        print(f"  not timed: {task.backend} {task.shape} {task.geometry or 'heuristic'}: {message}")
+    return set(report.failures)
 
 
 def _row(
@@ -221,10 +231,11 @@ def sweep_tasks(multiprocessors: int) -> list[CompileTask]:
 
 def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[BenchmarkRow]]:
     """Copy bandwidth (GB/s) and one row per sweep task (:func:`sweep_tasks`), plus one per
-    (peer, shape); the kernels are compiled first in ``jobs`` processes."""
+    (peer, shape); the kernels are compiled first in ``jobs`` processes, and a geometry that
+    fails to compile is left out."""
     multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
-    tasks = sweep_tasks(multiprocessors)
-    _precompile(tasks, jobs)
+    failed = _precompile(sweep_tasks(multiprocessors), jobs)
+    tasks = [task for task in sweep_tasks(multiprocessors) if task not in failed]
     copy_gbps = measure_copy_bandwidth(device)
     cases = {shape: case for case, shape in REFERENCE_SHAPES.items()}
     previous = os.environ.get(TILE_ENV)

@@ -5,7 +5,9 @@ sweep launches hundreds of distinct kernels (every geometry specialises its own)
 :class:`CompileTask` runs one step once in a worker process; the compiled kernels land in
 Triton's on-disk cache (``TRITON_CACHE_DIR``, default ``~/.triton/cache``), where the
 timing process then finds them instead of compiling. A task launches exactly what the
-timed step launches (same shapes, dtypes and geometry), so the cache keys match.
+timed step launches (same shapes, dtypes and geometry), so the cache keys match. A task
+that fails (a geometry a Triton version cannot compile, say) is reported, not raised, so
+that one bad geometry does not cost a whole sweep.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import torch
 from samu_kernels.benchmark_steps import scan_step
 from samu_kernels.common.geometry import TILE_ENV
 
-__all__ = ["CompileTask", "compile_task", "precompile"]
+__all__ = ["CompileTask", "PrecompileReport", "compile_task", "precompile"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,15 @@ class CompileTask:
     """The ``SAMU_KERNELS_TILE`` value to launch with (empty: the heuristic's)."""
 
 
+@dataclass(frozen=True)
+class PrecompileReport:
+    """What :func:`precompile` did."""
+
+    seconds: float
+    failures: dict[CompileTask, str]
+    """The tasks that raised, with the first line of their error."""
+
+
 def compile_task(task: CompileTask, device: str) -> None:
     """Run ``task``'s step once on ``device`` (compiling what it launches); the process's
     ``SAMU_KERNELS_TILE`` is left as the task set it."""
@@ -52,9 +63,19 @@ def compile_task(task: CompileTask, device: str) -> None:
         torch.cuda.synchronize()
 
 
-def precompile(tasks: Sequence[CompileTask], jobs: int, device: str = "cuda") -> float:
+def _failure(task: CompileTask, device: str) -> str | None:
+    """The first line of the error ``task`` raises (its type if it has no message), or None."""
+    try:
+        compile_task(task, device)
+    except Exception as error:  # any failure is reported with its task
+        lines = str(error).strip().splitlines()
+        return f"{type(error).__name__}: {lines[0] if lines else ''}"
+    return None
+
+
+def precompile(tasks: Sequence[CompileTask], jobs: int, device: str = "cuda") -> PrecompileReport:
     """Run every task, spread over ``jobs`` spawned processes (in this process for
-    ``jobs <= 1``); return the wall time in seconds.
+    ``jobs <= 1``); report the wall time and the tasks that failed.
 
     The caller's ``SAMU_KERNELS_TILE`` is restored afterwards. Workers are spawned, not
     forked (CUDA cannot be used in a forked child), and share Triton's on-disk cache.
@@ -65,16 +86,17 @@ def precompile(tasks: Sequence[CompileTask], jobs: int, device: str = "cuda") ->
     previous = os.environ.get(TILE_ENV)
     try:
         if jobs == 1 or len(tasks) <= 1:
-            for task in tasks:
-                compile_task(task, device)
+            outcomes = [_failure(task, device) for task in tasks]
         else:
             context = multiprocessing.get_context("spawn")
-            workers = min(jobs, len(tasks))
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                list(pool.map(compile_task, tasks, repeat(device)))
+            with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context) as pool:
+                outcomes = list(pool.map(_failure, tasks, repeat(device)))
     finally:
         if previous is None:
             os.environ.pop(TILE_ENV, None)
         else:
             os.environ[TILE_ENV] = previous
-    return time.perf_counter() - started
+    failures = {
+        task: message for task, message in zip(tasks, outcomes, strict=True) if message is not None
+    }
+    return PrecompileReport(time.perf_counter() - started, failures)

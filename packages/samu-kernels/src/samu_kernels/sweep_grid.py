@@ -1,16 +1,15 @@
 """The geometries ``python -m samu_kernels.benchmark --sweep`` times for one problem.
 
-A handful of neighbours of the heuristic tile (``common/geometry.py``), chosen by registers:
-the kernels are latency-bound at 10-12 one-warp programs per SM, and the unrolled rows set
-the registers (``scripts/check_kernels_compile.py --stats``: RG-LRU backward 196 registers
-at 16 rows, 80 at 8; 255, the limit, with two channels per thread at 16 rows). So: half and
-a quarter of the unrolled rows, two channels per thread at half the rows, four-warp
-programs, and, for the hierarchical backends, longer and shorter runs of chunks per program
-(fewer or more programs) and the one-pass chained passes (``chained=1``), or for the
-sequential ones two pipeline stages and half-warp rows
-(the only ways they get more loads in flight). Twice the rows is left out: it compiles for
-minutes and hits the register limit. ``chunks_per_program`` is a runtime argument (no
-recompilation); the other knobs each compile new kernels.
+A handful of neighbours of the heuristic tile (``common/geometry.py``), chosen by registers
+and programs per SM: the row walks are latency-bound, and the unrolled rows set the
+registers (``scripts/check_kernels_compile.py --stats``: RG-LRU backward 196 registers at
+16 rows, 80 at 8; 255, the limit, with two channels per thread at 16 rows). So: half and a
+quarter of the unrolled rows, two channels per thread at half the rows, four-warp programs,
+and, for the hierarchical backends, longer and shorter runs of chunks per program (fewer or
+more programs) and the one-pass chained passes (``chained=1``, also with runs twice as long:
+half the hops in series), or for the sequential ones two pipeline stages and half-warp rows
+(the only ways they get more loads in flight). ``chunks_per_program`` is a runtime argument
+(no recompilation); the other knobs each compile new kernels.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             replace(base, chunks_per_program=max(1, runs // 2)),
             replace(fewer_rows, chunks_per_program=max(1, runs // 2)),
             replace(base, chained=1),
-            replace(fewer_rows, chained=1),
+            replace(base, chained=1, chunks_per_program=2 * runs),
         ]
     else:
         candidates += [

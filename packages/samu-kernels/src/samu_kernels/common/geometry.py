@@ -29,13 +29,21 @@ MIN_BLOCK_R = 16
 CHANNELS_PER_WARP = 32
 """One channel per thread: the scan kernels' rows are 1-D [BLOCK_R] vectors."""
 WARPS_PER_SM = 16
-"""The heuristic aims for about this many warps of work per multiprocessor (one-warp
-programs of ~64-128 registers: 16-32 fit)."""
+"""Programs (one warp each) per multiprocessor below which a program keeps one channel per
+thread (the sequential kernels get no more programs than B * R / BLOCK_R)."""
 UNROLL = 16
-"""Rows unrolled at a time. 16 timed better than 8 in launched timings that host overhead
-dominated; 8 halves the registers (twice the resident warps), so the device-time sweep
-decides. 32 took minutes per kernel to compile and ~255 registers."""
-MAX_CHUNKS_PER_PROGRAM = 16
+"""Rows unrolled at a time by the sequential kernels: in the H200 device-time sweep of
+2026-12-03 (docs/performance.md) 16 beat 8 and 4 by 15-25 % there (their few programs need
+each one's loads in flight)."""
+HIERARCHICAL_WARPS_PER_SM = 32
+"""Programs per multiprocessor the hierarchical passes aim for by cutting time into runs."""
+HIERARCHICAL_UNROLL = 8
+"""Rows unrolled at a time by the hierarchical passes: 8 halves the registers of 16 (RG-LRU
+backward runs 196 -> 80), so twice the programs fit; with HIERARCHICAL_WARPS_PER_SM and
+MAX_CHUNKS_PER_PROGRAM it was the best or within 2 % of the best geometry of the sweep for
+every hierarchical backend and reference shape, 1.2-1.4x faster than 16 rows at 16 warps
+per SM."""
+MAX_CHUNKS_PER_PROGRAM = 8
 
 _KEYS = {
     "block_r": "block_r",
@@ -83,28 +91,31 @@ def heuristic_tile(
     thread, more independent loads in flight) when the batch and width still give
     WARPS_PER_SM programs per multiprocessor; narrow problems get one power-of-two row of at
     least MIN_BLOCK_R channels. The sequential kernels cannot split time, so B * R / BLOCK_R
-    programs is all they get; the hierarchical passes give each program a run of up to
-    MAX_CHUNKS_PER_PROGRAM consecutive chunks, sized so that about WARPS_PER_SM programs per
-    multiprocessor remain. UNROLL rows at a time and one pipeline stage: the unrolled rows'
-    loads are issued together, and many resident warps keep enough of them in flight.
+    programs is all they get, and walk UNROLL rows at a time; the hierarchical passes give
+    each program a run of up to MAX_CHUNKS_PER_PROGRAM consecutive chunks, sized so that
+    about HIERARCHICAL_WARPS_PER_SM programs per multiprocessor remain, and walk
+    HIERARCHICAL_UNROLL rows at a time. One pipeline stage: the unrolled rows' loads are
+    issued together, and many resident warps keep enough of them in flight.
     """
     n_chunks = -(-length // chunk)
-    target_programs = WARPS_PER_SM * multiprocessors
-    wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= target_programs
+    wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
     block_r = 2 * CHANNELS_PER_WARP if wide else CHANNELS_PER_WARP
     block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
     channel_programs = batch * -(-width // block_r)
     chunks_per_program = 1
+    unroll = UNROLL
     if hierarchical:
+        target_programs = HIERARCHICAL_WARPS_PER_SM * multiprocessors
         runs = max(1, -(-target_programs // channel_programs))
         chunks_per_program = max(1, min(MAX_CHUNKS_PER_PROGRAM, n_chunks // runs))
+        unroll = HIERARCHICAL_UNROLL
     return Tile(
         block_r=block_r,
         num_warps=1,
         backward_warps=1,
         num_stages=1,
         chunks_per_program=chunks_per_program,
-        unroll=min(UNROLL, chunk),
+        unroll=min(unroll, chunk),
     )
 
 

@@ -370,12 +370,21 @@ def forward_runs_kernel(
 
 
 @triton.jit
-def _wait_for_flag(FLAG, offs, col_mask):
-    """Spin until every channel of ``offs`` in ``FLAG`` is set (acquire: the stores made
-    before the flag's release are visible after)."""
-    flag = tl.atomic_add(FLAG + offs, 0, mask=col_mask, sem="acquire")
-    while tl.sum((col_mask & (flag == 0)).to(tl.int32)) > 0:
-        flag = tl.atomic_add(FLAG + offs, 0, mask=col_mask, sem="acquire")
+def _wait_for_flag(FLAG):
+    """Spin until the flag at FLAG (one int32 per run and channel block) is set, with
+    acquire semantics; the barrier after it orders every thread's later loads after the
+    acquire (so they see what the publisher stored before its release)."""
+    while tl.atomic_add(FLAG, 0, sem="acquire") == 0:
+        pass
+    tl.debug_barrier()
+
+
+@triton.jit
+def _raise_flag(FLAG):
+    """Set the flag at FLAG with release semantics, after a barrier that orders every
+    thread's stores of the published state before the release."""
+    tl.debug_barrier()
+    tl.atomic_xchg(FLAG, 1, sem="release")
 
 
 @triton.jit
@@ -414,10 +423,11 @@ def forward_chained_kernel(
 
     A program takes the next run of its channel block from a ticket (so it waits only on
     runs already running), composes the run's summary, waits for the previous run's end
-    state (RUN_END [B, n_runs, R], published with a release flag in FLAG, same shape,
-    zeroed), publishes its own end state, then walks the run again from its incoming state
-    writing outputs (the run's inputs come back from L2). Every state is computed in the
-    same order on every call: bit-reproducible, unlike a decoupled look-back.
+    state (RUN_END [B, n_runs, R], published by raising its flag in FLAG [channel blocks,
+    n_runs], zeroed), publishes its own end state, then walks the run again from its
+    incoming state writing outputs (the run's inputs come back from L2). Every state is
+    computed in the same order on every call: bit-reproducible, unlike a decoupled
+    look-back.
     """
     column = tl.program_id(0)
     b, offs_r, col_mask = _program_channels(column, R, BLOCK_R)
@@ -437,12 +447,12 @@ def forward_chained_kernel(
             h = tl.zeros([BLOCK_R], dtype=tl.float32)
     else:
         previous = state_offsets(b, run - 1, offs_r, R, n_runs)
-        _wait_for_flag(FLAG, previous, col_mask)
+        _wait_for_flag(FLAG + column * n_runs + run - 1)
         h = tl.load(RUN_END + previous, mask=col_mask, other=0.0)
     mine = state_offsets(b, run, offs_r, R, n_runs)
     end_state = run_decay * h + run_state
     tl.store(RUN_END + mine, end_state, mask=col_mask)
-    tl.atomic_xchg(FLAG + mine, 1, mask=col_mask, sem="release")
+    _raise_flag(FLAG + column * n_runs + run)
     if run == n_runs - 1:
         tl.store(FINAL + b.to(tl.int64) * R + offs_r, end_state, mask=col_mask)
     _forward_run(
@@ -821,8 +831,9 @@ def backward_chained_kernel(
 
     Tickets hand out the runs last first; a program composes its run's reverse summary,
     waits for the next run's dL/dh at its first row (RUN_GRAD [B, n_runs, R], flagged in
-    FLAG, zeroed; GRAD_FINAL for the last run), publishes its own, then runs the backward of
-    its run from that carry. Bit-reproducible like the chained forward.
+    FLAG [channel blocks, n_runs], zeroed; GRAD_FINAL for the last run), publishes its
+    own, then runs the backward of its run from that carry. Bit-reproducible like the
+    chained forward.
     """
     column = tl.program_id(0)
     b, offs_r, col_mask = _program_channels(column, R, BLOCK_R)
@@ -839,11 +850,11 @@ def backward_chained_kernel(
         carry = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
     else:
         following = state_offsets(b, run + 1, offs_r, R, n_runs)
-        _wait_for_flag(FLAG, following, col_mask)
+        _wait_for_flag(FLAG + column * n_runs + run + 1)
         carry = tl.load(RUN_GRAD + following, mask=col_mask, other=0.0)
     mine = state_offsets(b, run, offs_r, R, n_runs)
     tl.store(RUN_GRAD + mine, run_decay * carry + run_grad, mask=col_mask)
-    tl.atomic_xchg(FLAG + mine, 1, mask=col_mask, sem="release")
+    _raise_flag(FLAG + column * n_runs + run)
     _backward_run(
         U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,

@@ -240,8 +240,7 @@ def launch_forward(
             result.final_state,
             result.saved,
             new_buffer(u, summaries_shape, torch.float32),
-            zeroed_buffer(u, summaries_shape, torch.int32),
-            zeroed_buffer(u, (geo.batch * geo.n_rb,), torch.int32),
+            *_chain_buffers(u, geo),
             *sizes,
             *runs,
             HAS_H0=h0 is not None,
@@ -428,8 +427,7 @@ def launch_backward(
             grads.d_h0,
             partial,
             new_buffer(u, summaries_shape, torch.float32),
-            zeroed_buffer(u, summaries_shape, torch.int32),
-            zeroed_buffer(u, (geo.batch * geo.n_rb,), torch.int32),
+            *_chain_buffers(u, geo),
             *sizes,
             *runs,
             FUSED_WRITE=config.fused_write,
@@ -501,6 +499,16 @@ def _reduce_partials(
 def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """Every buffer the launchers hand to a kernel comes from here (tests poison it)."""
     return like.new_empty(shape, dtype=dtype)
+
+
+def _chain_buffers(like: torch.Tensor, geo: _Geometry) -> tuple[torch.Tensor, torch.Tensor]:
+    """Zeroed int32 flags [channel blocks, runs] (one per run of each channel block, raised
+    when its state is published) and tickets [channel blocks] of the chained passes."""
+    columns = geo.batch * geo.n_rb
+    return (
+        zeroed_buffer(like, (columns, geo.n_runs), torch.int32),
+        zeroed_buffer(like, (columns,), torch.int32),
+    )
 
 
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
