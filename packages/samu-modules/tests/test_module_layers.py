@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from modules_testing import dense_block_diagonal, relative_error, segment_positions
 
 from samu_modules import BlockDiagonalLinear, Conv1D, MLPBlock, RMSNorm
+from samu_modules.linear import linear_matmul_bias_grad
 from samu_modules.mlp import split_linear
 
 TOLERANCE = 1e-6
@@ -176,3 +179,62 @@ def test_initialisation_zeros_and_ring() -> None:
     layer = BlockDiagonalLinear(256, 4)
     assert torch.count_nonzero(layer.b) == 0
     assert layer.w.std().item() == pytest.approx((1 / 64) ** 0.5, rel=0.05)
+
+
+@pytest.mark.parametrize("x_needs_grad", [True, False])
+def test_linear_matmul_bias_grad_matches_linear(x_needs_grad: bool) -> None:
+    torch.manual_seed(10)
+    linear = torch.nn.Linear(6, 8).double()
+    x = torch.randn(2, 5, 6, dtype=torch.float64, requires_grad=x_needs_grad)
+    got = linear_matmul_bias_grad(x, linear.weight, linear.bias)
+    expected = linear(x)
+    assert relative_error(got, expected) < TOLERANCE
+    grad = torch.randn_like(expected)
+    inputs = [linear.weight, linear.bias] + ([x] if x_needs_grad else [])
+    for got_grad, want_grad in zip(
+        torch.autograd.grad(got, inputs, grad),
+        torch.autograd.grad(expected, inputs, grad),
+        strict=True,
+    ):
+        assert relative_error(got_grad, want_grad) < TOLERANCE
+
+
+def test_linear_matmul_bias_grad_under_bf16_autocast() -> None:
+    torch.manual_seed(11)
+    linear = torch.nn.Linear(16, 8)
+    x = torch.randn(3, 4, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        output = linear_matmul_bias_grad(x, linear.weight, linear.bias)
+    assert output.dtype == torch.bfloat16
+    output.float().square().sum().backward()
+    assert linear.weight.grad is not None
+    assert linear.bias.grad is not None
+    assert linear.weight.grad.dtype == torch.float32
+    expected = 2 * (x.double() @ linear.weight.double().T + linear.bias.double())
+    assert relative_error(linear.bias.grad, expected.sum((0, 1))) < 2e-2
+
+
+def test_compiled_mlp_backward_takes_the_bias_gradient_from_a_matrix_product() -> None:
+    # Inductor would fuse a column sum into the GELU-gate backward (slow on the GPU); a
+    # product with a ones row stays a matmul of its own.
+    from functorch.compile import make_boxed_func  # noqa: PLC0415
+    from torch._dynamo.backends.common import aot_autograd  # noqa: PLC0415
+
+    backward_ops: list[str] = []
+
+    def forward_compiler(graph: torch.fx.GraphModule, _: object) -> Any:
+        return make_boxed_func(graph)
+
+    def backward_compiler(graph: torch.fx.GraphModule, _: object) -> Any:
+        backward_ops.extend(str(n.target) for n in graph.graph.nodes if n.op == "call_function")
+        return make_boxed_func(graph)
+
+    torch._dynamo.reset()
+    mlp = MLPBlock(8, 24)
+    backend = aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler)
+    compiled = torch.compile(mlp, backend=backend, fullgraph=True)
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    compiled(x).sum().backward()
+    assert "aten.new_ones.default" in backward_ops
+    assert backward_ops.count("aten.mm.default") == 5  # 2 per linear, + the ffw_up bias
+    assert backward_ops.count("aten.sum.dim_IntList") == 1  # the ffw_down bias only

@@ -8,6 +8,7 @@ from torch import nn
 from samu_kernels.gated_gelu import gelu_tanh_gate
 from samu_modules.autocast import compute_dtype
 from samu_modules.init import normal_variance_scaled_
+from samu_modules.linear import linear_matmul_bias_grad
 
 
 def split_linear(x: torch.Tensor, linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,12 +76,15 @@ class MLPBlock(nn.Module):
         `fused` computes the gate and the value as two contiguous products (`split_linear`)
         and the gated GELU with samu-kernels' Triton op (float32/bfloat16), which saves only
         the gate and the value for the backward. Otherwise the gate and value are views of
-        one product and the GELU and product are PyTorch ops (Inductor fuses them).
+        one product and the GELU and product are PyTorch ops (Inductor fuses them), and the
+        `ffw_up` bias gradient is a matrix product (`linear_matmul_bias_grad`), so that
+        Inductor does not fuse that column sum into the GELU-gate backward.
         """
         if fused:
             hidden = gelu_tanh_gate(*split_linear(x, self.ffw_up))
         else:
-            gate, value = self.ffw_up(x).chunk(2, dim=-1)
+            up = linear_matmul_bias_grad(x, self.ffw_up.weight, self.ffw_up.bias)
+            gate, value = up.chunk(2, dim=-1)
             hidden = nn.functional.gelu(gate, approximate="tanh") * value
         output: torch.Tensor = self.ffw_down(hidden)
         return output
