@@ -5,7 +5,8 @@
 backward (profiled on the H200 at 1.29-1.34 ms for 400m_block_long, 3.6x its bytes at copy
 bandwidth). This times both under `torch.compile` and bf16 autocast on the reference cases'
 MLP shapes ([B * L tokens, width] -> 2 x mlp_width -> width), median of
-`triton.testing.do_bench` (gradients reset between repetitions), in one run:
+`triton.testing.do_bench` (the input's and parameters' gradients reset between
+repetitions), in one run:
 
     PYTHONPATH=$(echo packages/*/src | tr ' ' :) python scripts/bench_mlp_backward.py
 
@@ -41,8 +42,11 @@ def plain_mlp(mlp: MLPBlock) -> Callable[[torch.Tensor], torch.Tensor]:
     return forward
 
 
-def time_step(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> float:
-    """Median ms of one compiled forward + backward under bf16 autocast."""
+def time_step(
+    forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mlp: MLPBlock
+) -> float:
+    """Median ms of one compiled forward + backward of `forward` (on `mlp`'s parameters)
+    under bf16 autocast."""
     from triton.testing import do_bench  # noqa: PLC0415 (GPU only)
 
     compiled = torch.compile(forward)
@@ -55,7 +59,8 @@ def time_step(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) 
 
     for _ in range(3):
         step()
-    return float(do_bench(step, grad_to_none=[x], return_mode="median"))
+    leaves = [x, *mlp.parameters()]
+    return float(do_bench(step, grad_to_none=leaves, return_mode="median"))
 
 
 def main() -> int:
@@ -72,9 +77,9 @@ def main() -> int:
         mlp = MLPBlock(width, MLP_EXPANSION * width, device="cuda")
         x = torch.randn(1, tokens, width, device="cuda", requires_grad=True)
         torch._dynamo.reset()
-        ours = time_step(mlp, x)
+        ours = time_step(mlp, x, mlp)
         torch._dynamo.reset()
-        plain = time_step(plain_mlp(mlp), x)
+        plain = time_step(plain_mlp(mlp), x, mlp)
         results.append({"case": case, "tokens": tokens, "width": width, "ours_ms": ours,
                         "plain_ms": plain})  # fmt: skip
         print(f"{case:18s} ours {ours:7.3f} ms  plain {plain:7.3f} ms  ratio {ours / plain:.3f}")

@@ -6,6 +6,7 @@ import math
 import os
 
 import pytest
+import torch
 
 from samu_kernels.backends import REFERENCE_FILE_ROWS
 from samu_kernels.benchmark import (
@@ -17,6 +18,7 @@ from samu_kernels.benchmark import (
     benchmark_tasks,
     sweep_tasks,
 )
+from samu_kernels.benchmark_steps import scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
 from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.sweep_grid import sweep_tiles
@@ -51,10 +53,20 @@ def test_sweep_tasks_cover_every_reference_backend_and_shape_from_the_heuristic(
             assert {t.architecture for t in mine} == {architecture}
 
 
-def test_benchmark_tasks_use_the_heuristic_tile() -> None:
+def test_benchmark_tasks_use_the_tile_the_run_is_timed_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(TILE_ENV, raising=False)
     tasks = benchmark_tasks()
     assert len(tasks) == len(REFERENCE_SHAPES) * len(BACKENDS)
     assert {task.geometry for task in tasks} == {""}
+    monkeypatch.setenv(TILE_ENV, "unroll=4")
+    assert {task.geometry for task in benchmark_tasks()} == {"unroll=4"}
+
+
+def test_scan_step_refuses_an_unknown_architecture() -> None:
+    with pytest.raises(ValueError, match="architecture must be 'rglru' or 'samu', got 'hawk'"):
+        scan_step("hawk", TINY, SAMU_SEQUENTIAL, torch.device("cpu"))
 
 
 def test_precompile_runs_every_task_in_worker_processes_and_restores_the_tile(

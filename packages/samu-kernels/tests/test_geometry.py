@@ -68,8 +68,9 @@ def test_heuristic_handles_tiny_problems() -> None:
 def test_hierarchical_heuristic_picks_the_sweeps_best_geometries(
     shape: tuple[int, int, int], chunk: int, runs_of: int
 ) -> None:
-    # The geometries the H200 device-time sweep of 2026-12-03 timed fastest (or within 2 %)
-    # for the hierarchical reference rows (docs/performance.md): a change here needs a sweep.
+    # The geometries chosen from the H200 device-time sweep of 2026-12-03 (the fastest for
+    # every hierarchical reference row and shape but RG-LRU on the long one; docs/
+    # performance.md): a change here needs a sweep.
     tile = heuristic_tile(*shape, chunk, hierarchical=True, multiprocessors=H200_SMS)
     assert (tile.block_r, tile.unroll, tile.chunks_per_program) == (32, 8, runs_of)
 

@@ -9,10 +9,10 @@ Run on a CUDA GPU::
 launch geometries (``sweep_grid.py``, applied through ``SAMU_KERNELS_TILE``) next to the
 peers, and prints the best geometry per (shape, backend) and the full table.
 
-Before timing, every kernel the run will launch is compiled in ``--jobs`` spawned processes
-(``precompile.py``; default: the CPU count, at most 16), which fill Triton's on-disk cache:
-a sweep specialises hundreds of kernels, and Triton compiles one at a time in the
-launching thread.
+Before timing, every kernel our scans will launch in the run is compiled in ``--jobs``
+spawned processes (``precompile.py``; default: the CPU count, at most 16), which fill
+Triton's on-disk cache: a sweep specialises hundreds of kernels, and Triton compiles one at
+a time in the launching thread. (The peers' few kernels compile in the timing process.)
 
 It measures the device copy bandwidth (a large device-to-device copy, bytes read plus
 written), then times forward + backward of each backend on each reference shape
@@ -138,9 +138,11 @@ def _time(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) ->
 
 
 def benchmark_tasks() -> list[CompileTask]:
-    """Every (backend, reference shape) :func:`run_benchmark` times, at the heuristic tile."""
+    """Every (backend, reference shape) :func:`run_benchmark` times, at the geometry it will
+    be timed with (``SAMU_KERNELS_TILE`` if set, else the heuristic's)."""
+    geometry = os.environ.get(TILE_ENV, "")
     return [
-        CompileTask(architecture, backend, shape)
+        CompileTask(architecture, backend, shape, geometry)
         for shape in REFERENCE_SHAPES.values()
         for architecture, backend in BACKENDS
     ]
@@ -150,13 +152,13 @@ def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[Benc
     """Copy bandwidth (GB/s) and one row per (implementation, reference shape); the
     kernels are compiled first in ``jobs`` processes (:func:`precompile`); a backend whose
     kernels fail to compile on a shape is left out there."""
-    failed = _precompile(benchmark_tasks(), jobs)
+    failed = _precompile(benchmark_tasks(), jobs, device)
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
     for case, shape in REFERENCE_SHAPES.items():
         candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
         for architecture, backend in BACKENDS:
-            if CompileTask(architecture, backend, shape) in failed:
+            if any(task.backend == backend and task.shape == shape for task in failed):
                 continue
             step, leaves = scan_step(architecture, shape, backend, device)
             candidates.append((backend, architecture, step, leaves))
@@ -169,9 +171,10 @@ def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[Benc
     return copy_gbps, rows
 
 
-def _precompile(tasks: Sequence[CompileTask], jobs: int) -> set[CompileTask]:
-    """Compile ``tasks`` (:func:`precompile`), print what happened; the failed tasks."""
-    report = precompile(tasks, jobs)
+def _precompile(tasks: Sequence[CompileTask], jobs: int, device: torch.device) -> set[CompileTask]:
+    """Compile ``tasks`` on ``device`` (:func:`precompile`), print what happened; return the
+    failed tasks."""
+    report = precompile(tasks, jobs, str(device))
     print(
         f"compiled the kernels of {len(tasks)} steps in {report.seconds:.0f} s "
         f"({jobs} processes, {len(report.failures)} failed)"
@@ -234,21 +237,20 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
     (peer, shape); the kernels are compiled first in ``jobs`` processes, and a geometry that
     fails to compile is left out."""
     multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
-    failed = _precompile(sweep_tasks(multiprocessors), jobs)
-    tasks = [task for task in sweep_tasks(multiprocessors) if task not in failed]
+    planned = sweep_tasks(multiprocessors)
+    failed = _precompile(planned, jobs, device)
+    tasks = [task for task in planned if task not in failed]
     copy_gbps = measure_copy_bandwidth(device)
     cases = {shape: case for case, shape in REFERENCE_SHAPES.items()}
     previous = os.environ.get(TILE_ENV)
     rows = []
     try:
         for shape, case in cases.items():
-            steps = {}
+            made_for: tuple[str, str] | None = None
             for task in (task for task in tasks if task.shape == shape):
-                if task.backend not in steps:
-                    steps = {
-                        task.backend: scan_step(task.architecture, shape, task.backend, device)
-                    }
-                step, leaves = steps[task.backend]
+                if made_for != (task.architecture, task.backend):
+                    made_for = (task.architecture, task.backend)
+                    step, leaves = scan_step(task.architecture, shape, task.backend, device)
                 os.environ[TILE_ENV] = task.geometry
                 timing = _time(step, leaves, quick=True)
                 rows.append(
@@ -262,7 +264,6 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
                         task.geometry,
                     )
                 )
-            del steps
             os.environ.pop(TILE_ENV, None)
             for name, (step, leaves) in peer_steps(shape, device).items():
                 rows.append(_row(name, "linear_scan", case, shape, _time(step, leaves), copy_gbps))

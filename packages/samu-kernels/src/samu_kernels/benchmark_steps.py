@@ -18,6 +18,7 @@ from samu_kernels.samu import samu_scan
 __all__ = ["Step", "peer_steps", "scan_step"]
 
 Step = Callable[[], object]
+"""One forward + backward, run for its effect on the GPU."""
 
 
 def _rglru_step(
@@ -104,5 +105,7 @@ def scan_step(
 ) -> tuple[Step, list[torch.Tensor]]:
     """Forward + backward of our ``architecture`` ('rglru' or 'samu') scan with ``backend``
     on bfloat16 inputs of ``shape`` [B, L, R]."""
+    if architecture not in ("rglru", "samu"):
+        raise ValueError(f"architecture must be 'rglru' or 'samu', got {architecture!r}")
     make = _rglru_step if architecture == "rglru" else _samu_step
     return make(shape, backend, device)

@@ -8,6 +8,8 @@ import torch
 
 from samu_modules.autocast import compute_dtype
 
+__all__ = ["linear_matmul_bias_grad"]
+
 
 class _MatmulBiasGradLinear(torch.autograd.Function):
     """`x @ weight.T + bias`, with the bias gradient computed as `ones @ dL/dout`.
@@ -30,12 +32,13 @@ class _MatmulBiasGradLinear(torch.autograd.Function):
     @staticmethod
     def backward(
         ctx: Any, grad: torch.Tensor
-    ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
         x, weight = ctx.saved_tensors
+        needs_x, needs_weight, needs_bias = ctx.needs_input_grad
         rows = grad.reshape(-1, grad.shape[-1])
-        grad_x = grad @ weight if ctx.needs_input_grad[0] else None
-        grad_weight = rows.t() @ x.reshape(-1, x.shape[-1])
-        grad_bias = (rows.new_ones(1, rows.shape[0]) @ rows).reshape(-1)
+        grad_x = grad @ weight if needs_x else None
+        grad_weight = rows.t() @ x.reshape(-1, x.shape[-1]) if needs_weight else None
+        grad_bias = (rows.new_ones(1, rows.shape[0]) @ rows).reshape(-1) if needs_bias else None
         return grad_x, grad_weight, grad_bias
 
 

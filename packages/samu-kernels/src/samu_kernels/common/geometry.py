@@ -26,6 +26,7 @@ MAX_PREFIX_TILE_ELEMENTS = 2048
 """Largest [G, BLOCK_R] tile of the prefix kernel (an associative scan over G summaries)."""
 
 MIN_BLOCK_R = 16
+"""Fewest channels per program (half a warp) for narrow problems."""
 CHANNELS_PER_WARP = 32
 """One channel per thread: the scan kernels' rows are 1-D [BLOCK_R] vectors."""
 WARPS_PER_SM = 16
@@ -33,17 +34,19 @@ WARPS_PER_SM = 16
 thread (the sequential kernels get no more programs than B * R / BLOCK_R)."""
 UNROLL = 16
 """Rows unrolled at a time by the sequential kernels: in the H200 device-time sweep of
-2026-12-03 (docs/performance.md) 16 beat 8 and 4 by 15-25 % there (their few programs need
+2026-12-03 (docs/performance.md) 16 beat 8 and 4 by 18-26 % there (their few programs need
 each one's loads in flight)."""
 HIERARCHICAL_WARPS_PER_SM = 32
 """Programs per multiprocessor the hierarchical passes aim for by cutting time into runs."""
 HIERARCHICAL_UNROLL = 8
 """Rows unrolled at a time by the hierarchical passes: 8 halves the registers of 16 (RG-LRU
-backward runs 196 -> 80), so twice the programs fit; with HIERARCHICAL_WARPS_PER_SM and
-MAX_CHUNKS_PER_PROGRAM it was the best or within 2 % of the best geometry of the sweep for
-every hierarchical backend and reference shape, 1.2-1.4x faster than 16 rows at 16 warps
-per SM."""
+backward runs 196 -> 80), so twice the programs fit. With HIERARCHICAL_WARPS_PER_SM and
+MAX_CHUNKS_PER_PROGRAM it was the best geometry of the sweep for every hierarchical
+reference row and shape but one (RG-LRU at [1, 32768, 2048], where two channels per thread
+with runs of 16 chunks was 14 % faster), 1.2-1.6x faster than 16 rows at 16 warps per SM."""
 MAX_CHUNKS_PER_PROGRAM = 8
+"""Longest run of a hierarchical program, in chunks: longer runs left too few programs on
+the long reference shape in the sweep."""
 
 _KEYS = {
     "block_r": "block_r",
@@ -65,8 +68,8 @@ class Tile:
     chunks_per_program: chunks one program of a hierarchical pass covers in order;
     unroll: rows of a chunk unrolled at a time (their loads are issued together);
     chained: 1 runs each hierarchical direction in one pass (``forward_chained_kernel``,
-    ``backward_chained_kernel``), 0 in three (summaries, prefix, runs). Not yet the default:
-    unmeasured on a GPU.
+    ``backward_chained_kernel``), 0 in three (summaries, prefix, runs). Off by default:
+    measured 0-15 % slower than the three passes on the H200.
     """
 
     block_r: int
