@@ -241,11 +241,10 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
     failed = _precompile(planned, jobs, device)
     tasks = [task for task in planned if task not in failed]
     copy_gbps = measure_copy_bandwidth(device)
-    cases = {shape: case for case, shape in REFERENCE_SHAPES.items()}
     previous = os.environ.get(TILE_ENV)
     rows = []
     try:
-        for shape, case in cases.items():
+        for case, shape in REFERENCE_SHAPES.items():
             made_for: tuple[str, str] | None = None
             for task in (task for task in tasks if task.shape == shape):
                 if made_for != (task.architecture, task.backend):
