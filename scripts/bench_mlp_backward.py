@@ -24,10 +24,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from samu_modules import REFERENCE_CASES, MLPBlock
-
-TOKENS = {"state2048_short": 4 * 2048, "state2560_medium": 8192, "400m_block_long": 32768}
-MLP_EXPANSION = 3
+from samu_bench.catalog import REFERENCE_TOKENS
+from samu_modules import BlockConfig, MLPBlock
 
 
 def plain_mlp(mlp: MLPBlock) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -71,10 +69,11 @@ def main() -> int:
         print("bench_mlp_backward needs a CUDA GPU")
         return 2
     results = []
-    for case, tokens in TOKENS.items():
-        width = REFERENCE_CASES[case].width
+    for case, (batch, length) in REFERENCE_TOKENS.items():
+        config = BlockConfig.from_case(case, architecture="samu")
+        tokens, width = batch * length, config.width
         torch.manual_seed(0)
-        mlp = MLPBlock(width, MLP_EXPANSION * width, device="cuda")
+        mlp = MLPBlock(width, config.mlp_width, device="cuda")
         x = torch.randn(1, tokens, width, device="cuda", requires_grad=True)
         torch._dynamo.reset()
         ours = time_step(mlp, x, mlp)

@@ -152,16 +152,16 @@ def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[Benc
     """Copy bandwidth (GB/s) and one row per (implementation, reference shape); the
     kernels are compiled first in ``jobs`` processes (:func:`precompile`); a backend whose
     kernels fail to compile on a shape is left out there."""
-    failed = _precompile(benchmark_tasks(), jobs, device)
+    planned = benchmark_tasks()
+    failed = _precompile(planned, jobs, device)
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
     for case, shape in REFERENCE_SHAPES.items():
         candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
-        for architecture, backend in BACKENDS:
-            if any(task.backend == backend and task.shape == shape for task in failed):
-                continue
-            step, leaves = scan_step(architecture, shape, backend, device)
-            candidates.append((backend, architecture, step, leaves))
+        for task in planned:
+            if task.shape == shape and task not in failed:
+                step, leaves = scan_step(task.architecture, shape, task.backend, device)
+                candidates.append((task.backend, task.architecture, step, leaves))
         for name, (step, leaves) in peer_steps(shape, device).items():
             candidates.append((name, "linear_scan", step, leaves))
         for name, architecture, step, leaves in candidates:
