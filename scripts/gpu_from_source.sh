@@ -7,19 +7,21 @@
 #   scripts/gpu_from_source.sh OUT STAGE [STAGE ...]
 #
 # Stages, each under its own time limit, its log in OUT/STAGE.log and its line in OUT/summary:
-#   tests       pytest -m gpu on every package
+#   tests       pytest -m gpu on the packages with GPU tests (PYTEST_SELECT=EXPR: -k EXPR)
 #   sweep       python -m samu_kernels.benchmark --sweep          (OUT/sweep.json)
 #   kernels     python -m samu_kernels.benchmark                  (OUT/kernels.json)
 #   peers       samu-bench run --compile --peers                  (OUT/peers.json)
+#   default_set samu-bench run --compile --cuda-graphs            (OUT/default_set.json)
 #   short_best  the hierarchical SAMU and RG-LRU rows of state2048_short, compiled too
+#   graphs      the best rows compiled, with and without CUDA graphs (OUT/graphs.json)
 #   profile     samu-bench profile of scripts/configs/best_rows_compiled.toml (OUT/profile.json)
 #   mlp         scripts/bench_mlp_backward.py                     (OUT/mlp.json)
 #   ablation    scripts/ablate_block.py                           (OUT/ablation.json)
 # A failed or timed-out stage is recorded and the next one runs. OUT/DONE marks the end.
 set -u
-[ $# -ge 2 ] || { sed -n '2,19p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
 out=$1; shift
-stages="tests sweep kernels peers short_best profile mlp ablation"
+stages="tests sweep kernels peers default_set short_best graphs profile mlp ablation"
 for stage in "$@"; do
     case " $stages " in
         *" $stage "*) ;;
@@ -52,12 +54,17 @@ hierarchical_samu=samu:fused_output_fused_write_shared_sfu_grouped_prefix64_hier
 rglru=rglru:fused_grouped_prefix32_hierarchical_chunk16
 for stage in "$@"; do
     case $stage in
-        tests) run_stage tests 600 python3 -m pytest -m gpu -q -p no:cacheprovider packages ;;
+        tests) run_stage tests 600 python3 -m pytest -m gpu -q -p no:cacheprovider \
+            ${PYTEST_SELECT:+-k "$PYTEST_SELECT"} packages/samu-{kernels,modules,bench} ;;
         sweep) run_stage sweep 480 python3 -m samu_kernels.benchmark --sweep --out "$out/sweep.json" ;;
         kernels) run_stage kernels 300 python3 -m samu_kernels.benchmark --out "$out/kernels.json" ;;
         peers) run_stage peers 620 python3 -m samu_bench.cli run --compile --peers --out "$out/peers.json" ;;
+        default_set) run_stage default_set 600 python3 -m samu_bench.cli run --compile \
+            --cuda-graphs --out "$out/default_set.json" ;;
         short_best) run_stage short_best 150 python3 -m samu_bench.cli run --compile \
             --case state2048_short --row "$hierarchical_samu" --row "$rglru" --out "$out/short_best.json" ;;
+        graphs) run_stage graphs 600 python3 -m samu_bench.cli run \
+            --config scripts/configs/best_rows_cuda_graphs.toml --out "$out/graphs.json" ;;
         profile) run_stage profile 300 python3 -m samu_bench.cli profile \
             --config scripts/configs/best_rows_compiled.toml --out "$out/profile.json" ;;
         mlp) run_stage mlp 240 python3 scripts/bench_mlp_backward.py --out "$out/mlp.json" ;;

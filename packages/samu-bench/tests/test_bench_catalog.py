@@ -16,6 +16,7 @@ from samu_bench import (
     default_rows,
     parse_row,
 )
+from samu_bench.catalog import make_row, needs_cuda
 from samu_modules import REFERENCE_CASES
 
 
@@ -106,3 +107,13 @@ def test_case_sizes_must_be_positive(size: str) -> None:
     sizes = {"batch": 1, "length": 1, "width": 1, "rnn_width": 1, "depth": 1, size: 0}
     with pytest.raises(BenchError, match=f"{size} must be a positive integer"):
         CaseSpec(name="bad", **sizes)
+
+
+def test_cuda_graph_rows_are_compiled_rows() -> None:
+    row = make_row("rglru", "reference", None, compiled=True, cuda_graphs=True)
+    assert row.recorded_backend == "reference+compile+cudagraphs"
+    assert needs_cuda(row)
+    with pytest.raises(BenchError, match="must be compiled too"):
+        make_row("rglru", "reference", None, cuda_graphs=True)
+    peer = make_row("rglru", "peer:recurrentgemma", None, compiled=True, cuda_graphs=True)
+    assert peer.recorded_backend == "peer:recurrentgemma+compile+cudagraphs"

@@ -141,6 +141,8 @@ def test_an_invalid_result_is_never_written(
         (["--row", "rglru"], "must look like architecture:backend"),
         (["--case", "cpu_smoke", "--case", "state2048_short", "--batch", "2"], "exactly one"),
         (["--config", "bench.toml", "--case", "cpu_smoke"], "do not combine"),
+        (["--config", "bench.toml", "--cuda-graphs"], "do not combine"),
+        (["--cuda-graphs"], "CUDA graphs need a CUDA GPU"),
         (["--config", "missing.toml"], "no such config file"),
         (["--out", "no/such/dir/result.json"], "does not exist"),
     ],

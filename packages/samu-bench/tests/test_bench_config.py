@@ -26,6 +26,7 @@ depth = 3
 rows = [
     "rglru:reference",
     { architecture = "samu", backend = "reference", controller = "reference", compile = true },
+    { architecture = "rglru", backend = "reference", compile = true, cuda_graphs = true },
 ]
 """
 
@@ -49,7 +50,9 @@ def test_valid_config(tmp_path: Path) -> None:
     assert [(row.backend, row.compiled, row.label) for row in wide.rows] == [
         ("reference", False, "rglru:reference"),
         ("reference", True, "samu:reference+compile:reference"),
+        ("reference", True, "rglru:reference+compile+cudagraphs"),
     ]
+    assert [row.cuda_graphs for row in wide.rows] == [False, False, True]
 
 
 def test_settings_are_optional(tmp_path: Path) -> None:
@@ -86,6 +89,10 @@ CUSTOM = '[[cases]]\nname = "c"\nbatch = 1\nlength = 8\nwidth = 16\nrnn_width = 
         (
             CUSTOM + 'rows = [{ architecture = "rglru", backend = "reference", compile = 1 }]\n',
             "compile must be true or false",
+        ),
+        (
+            CUSTOM + 'rows = [{ architecture = "rglru", backend = "x", cuda_graphs = true }]\n',
+            "cuda_graphs = true needs compile = true",
         ),
         (CUSTOM + 'rows = ["rglru:reference", "rglru:reference"]\n', "given twice"),
         ("[[cases]\n", "invalid TOML"),

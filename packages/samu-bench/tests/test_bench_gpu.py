@@ -100,3 +100,26 @@ def test_profile_breaks_the_step_down_on_gpu(tmp_path: Path) -> None:
         assert row["categories"]["matmul"] > 0
         assert row["categories"]["scan"] > 0  # our Triton scan kernels are named and found
         assert 0 < row["busy"] <= 1.5
+
+
+def test_cuda_graph_rows_read_memory_from_the_recording_on_gpu() -> None:
+    device = torch.device("cuda")
+    rows = default_rows(SMALL.name, on_cuda=True)
+    compiled = tuple(dataclasses.replace(row, compiled=True) for row in rows)
+    graphed = tuple(dataclasses.replace(row, compiled=True, cuda_graphs=True) for row in rows)
+    entry = measure_case(
+        CasePlan(SMALL, rows + compiled + graphed), ProtocolSettings(samples=3, warmup=3), device
+    )
+    by_backend = {row["backend"]: row for row in entry["rows"]}
+    for row in rows:
+        graph_row = by_backend[row.backend + "+compile+cudagraphs"]
+        compiled_row = by_backend[row.backend + "+compile"]
+        assert graph_row["cuda_graphs"] is True
+        assert compiled_row["cuda_graphs"] is False
+        assert "recorded the CUDA graphs" in graph_row["memory_measured_in"]
+        recorded = graph_row["peak_allocated_delta_bytes"]
+        # The recording allocates what the compiled step does, plus what capture allocates once
+        # (e.g. a cuBLAS workspace for the capture stream, tens of MiB: most of it at this size);
+        # a replay allocates (almost) nothing.
+        assert recorded >= 0.9 * compiled_row["peak_allocated_delta_bytes"]
+        assert graph_row["replay_peak_allocated_delta_bytes"] < recorded / 2

@@ -245,9 +245,10 @@ def test_compiled_rows_are_wrapped_before_warmup(
     compiled: list[Callable[[torch.Tensor], torch.Tensor]] = []
 
     def fake_compile(
-        entry: Callable[[torch.Tensor], torch.Tensor],
+        entry: Callable[[torch.Tensor], torch.Tensor], mode: str | None
     ) -> Callable[[torch.Tensor], torch.Tensor]:
         assert recorder.log == []  # before any step
+        assert mode is None  # default mode: no CUDA graphs
         compiled.append(entry)
         return entry
 
@@ -294,7 +295,9 @@ class MixerBlock(nn.Module):
 def eager_compile(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """`torch.compile` with the eager backend (fast on CPU) and a fresh dynamo cache."""
     real_compile = torch.compile
-    monkeypatch.setattr(torch, "compile", lambda entry: real_compile(entry, backend="eager"))
+    monkeypatch.setattr(
+        torch, "compile", lambda entry, mode: real_compile(entry, backend="eager", mode=mode)
+    )
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()

@@ -124,3 +124,24 @@ def test_torch_compile_fullgraph_on_gpu(
     assert relative_error(output, expected) < 2e-2
     for got, want in zip(grads, expected_grads, strict=True):
         assert relative_error(got, want) < 1e-1
+
+
+@pytest.mark.parametrize(("architecture", "backend", "controller"), ROWS, ids=ROW_IDS)
+def test_cuda_graphs_replay_on_gpu(architecture: str, backend: str, controller: str | None) -> None:
+    """`mode="reduce-overhead"`: the block is captured whole (no skip) and replays correctly."""
+    torch._dynamo.reset()
+    skips = torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]
+    block = cuda_block(architecture, backend, controller)
+    compiled = torch.compile(block, fullgraph=True, mode="reduce-overhead")
+    x, segment_pos = packed_inputs()
+    torch.manual_seed(4)
+    grad = torch.randn(B, L, D, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        expected, expected_grads = outputs_and_grads(block, x, segment_pos, grad)
+        for _ in range(3):  # warm-up, recording, replay
+            torch.compiler.cudagraph_mark_step_begin()
+            output, grads = outputs_and_grads(compiled, x, segment_pos, grad)  # type: ignore[arg-type]
+            assert relative_error(output, expected) < 2e-2
+            for got, want in zip(grads, expected_grads, strict=True):
+                assert relative_error(got, want) < 1e-1
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == skips

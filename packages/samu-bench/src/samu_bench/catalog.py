@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Mapping
 
@@ -91,9 +92,14 @@ def default_plan(case_name: str, *, on_cuda: bool) -> CasePlan:
 
 
 def make_row(
-    architecture: str, backend: str, controller: str | None, *, compiled: bool = False
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    *,
+    compiled: bool = False,
+    cuda_graphs: bool = False,
 ) -> Row:
-    """A checked row (BenchError if unfit).
+    """A checked row (BenchError if unfit; `cuda_graphs` needs `compiled`).
 
     `peer:recurrentgemma` is recurrentgemma's own block (rglru, no controller); any other
     backend is checked with `samu_kernels.check_backend` and runs the samu-modules block
@@ -105,12 +111,12 @@ def make_row(
                 f"row {architecture}:{backend}:{controller}: {backend} is an rglru block "
                 "without a controller"
             )
-        return peer_row(backend, compiled=compiled)
+        return dataclasses.replace(peer_row(backend, compiled=compiled), cuda_graphs=cuda_graphs)
     try:
         samu_kernels.check_backend(architecture, backend, controller)
     except ValueError as error:
         raise BenchError(f"row {architecture}:{backend}:{controller}: {error}") from error
-    return Row(architecture, backend, controller, compiled=compiled)
+    return Row(architecture, backend, controller, compiled=compiled, cuda_graphs=cuda_graphs)
 
 
 def parse_row(text: str, *, compiled: bool = False) -> Row:
@@ -136,8 +142,9 @@ def parse_row(text: str, *, compiled: bool = False) -> Row:
 
 
 def needs_cuda(row: Row) -> bool:
-    """Whether a row runs only on a CUDA GPU (all but `reference` and recurrentgemma's block)."""
-    return row.backend not in ("reference", RECURRENTGEMMA.backend)
+    """Whether a row runs only on a CUDA GPU: CUDA-graph rows, and every backend but
+    `reference` and recurrentgemma's block."""
+    return row.cuda_graphs or row.backend not in ("reference", RECURRENTGEMMA.backend)
 
 
 def is_reference_case(name: str) -> bool:

@@ -94,6 +94,16 @@ def _add_case_options(command: argparse.ArgumentParser, verb: str) -> None:
         help=f"also {verb} every row under torch.compile (backend '<backend>+compile')",
     )
     command.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help=(
+            f"also {verb} every row (not the --peers rows) compiled with "
+            "mode='reduce-overhead', replayed from "
+            "CUDA graphs (backend '<backend>+compile+cudagraphs'; memory read from the "
+            "recording warm-up step)"
+        ),
+    )
+    command.add_argument(
         "--peers",
         action="store_true",
         help=(

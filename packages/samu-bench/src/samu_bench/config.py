@@ -19,6 +19,8 @@ Format (every key optional except `cases` and a case's `name`)::
     rows = [
         "rglru:fused_grouped_prefix32_hierarchical_chunk16",
         { architecture = "samu", backend = "reference", controller = "reference", compile = true },
+        { architecture = "rglru", backend = "fused_grouped_prefix32_hierarchical_chunk16",
+          compile = true, cuda_graphs = true },  # replayed from CUDA graphs (needs compile)
     ]
 
 Rows default to the case's default rows (`catalog.default_rows`).
@@ -43,7 +45,7 @@ else:  # pragma: no cover - Python 3.10
 SIZE_KEYS = ("batch", "length", "width", "rnn_width", "depth")
 _TOP_KEYS = frozenset({"samples", "warmup", "seed", "cases"})
 _CASE_KEYS = frozenset({"name", "rows", *SIZE_KEYS})
-_ROW_KEYS = frozenset({"architecture", "backend", "controller", "compile"})
+_ROW_KEYS = frozenset({"architecture", "backend", "controller", "compile", "cuda_graphs"})
 
 
 @dataclass(frozen=True)
@@ -83,10 +85,20 @@ def _row(where: str, entry: object) -> Row:
     controller = entry.get("controller")
     if controller is not None and not isinstance(controller, str):
         raise BenchError(f"{where}: controller must be a string (omit it for none)")
-    compiled = entry.get("compile", False)
-    if not isinstance(compiled, bool):
-        raise BenchError(f"{where}: compile must be true or false, got {compiled!r}")
-    return make_row(entry["architecture"], entry["backend"], controller, compiled=compiled)
+    flags = {}
+    for key in ("compile", "cuda_graphs"):
+        flags[key] = entry.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise BenchError(f"{where}: {key} must be true or false, got {flags[key]!r}")
+    if flags["cuda_graphs"] and not flags["compile"]:
+        raise BenchError(f"{where}: cuda_graphs = true needs compile = true")
+    return make_row(
+        entry["architecture"],
+        entry["backend"],
+        controller,
+        compiled=flags["compile"],
+        cuda_graphs=flags["cuda_graphs"],
+    )
 
 
 def _case(where: str, table: object, on_cuda: bool) -> CasePlan:

@@ -67,6 +67,9 @@ COMPILED_SUFFIX = "+compile"
 """Appended to the recorded backend of a compiled row, so eager and compiled rows of one
 backend can share a case (a row's identity is unique within a case)."""
 
+CUDA_GRAPHS_SUFFIX = "+cudagraphs"
+"""Appended after `+compile` for a compiled row replayed from CUDA graphs."""
+
 
 @dataclass(frozen=True)
 class SampleLimit:
@@ -106,7 +109,10 @@ class Row:
     """One module timed in a case, identified by (architecture, backend, controller).
 
     `compiled` wraps the module in `torch.compile` before warm-up; the row is then recorded
-    with backend `<backend>+compile` and the extra field `compiled: true`. `build_module`
+    with backend `<backend>+compile` and the extra field `compiled: true`. `cuda_graphs`
+    (compiled rows only) compiles with `mode="reduce-overhead"`, so the forward and backward
+    graphs replay from CUDA graphs (backend `<backend>+compile+cudagraphs`, extra field
+    `cuda_graphs: true`; the protocol reads its memory from the recording step). `build_module`
     makes the module; the default is the samu residual block, and tests or peer
     implementations plug in their own. `sample_limit` caps the row's samples and warm-up
     below the run's settings (recorded in the row).
@@ -118,11 +124,21 @@ class Row:
     compiled: bool = False
     build_module: ModuleBuilder = field(default=build_residual_block, compare=False, repr=False)
     sample_limit: SampleLimit | None = None
+    cuda_graphs: bool = False
+
+    def __post_init__(self) -> None:
+        if self.cuda_graphs and not self.compiled:
+            raise BenchError(
+                f"row {self.label}: CUDA graphs are replayed by torch.compile; "
+                "a row with cuda_graphs must be compiled too"
+            )
 
     @property
     def recorded_backend(self) -> str:
         """The backend name written to the result file."""
-        return self.backend + COMPILED_SUFFIX if self.compiled else self.backend
+        if not self.compiled:
+            return self.backend
+        return self.backend + COMPILED_SUFFIX + (CUDA_GRAPHS_SUFFIX if self.cuda_graphs else "")
 
     @property
     def key(self) -> RowKey:

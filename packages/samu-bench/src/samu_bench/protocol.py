@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from samu_bench.errors import BenchError, first_line
-from samu_bench.instruments import MemoryReading, memory_meter_for, timer_for
+from samu_bench.instruments import CudaMemoryMeter, MemoryReading, memory_meter_for, timer_for
 from samu_bench.plan import CasePlan, CaseSpec, ProtocolSettings, Row
 from samu_bench.results import case_entry, row_entry
 
@@ -56,7 +56,9 @@ def _random_tensor(shape: Sequence[int], seed: int, dtype: torch.dtype) -> torch
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
 
 
-def compile_apart(module: nn.Module, name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+def compile_apart(
+    module: nn.Module, name: str, *, cuda_graphs: bool = False
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """`torch.compile` of `module`'s call, entered through a code object of its own.
 
     Dynamo caches graphs per code object and reuses, most recent first, any graph whose
@@ -72,6 +74,8 @@ def compile_apart(module: nn.Module, name: str) -> Callable[[torch.Tensor], torc
     Args:
         module: the row's module, mapping `x: [B, L, D]` to its output.
         name: the row's label, the code object's name (shown in dynamo's logs).
+        cuda_graphs: compile with `mode="reduce-overhead"`: Inductor records the forward
+            and backward graphs as CUDA graphs (CUDAGraph Trees) and replays them.
     """
 
     def call(inputs: torch.Tensor) -> torch.Tensor:
@@ -80,7 +84,8 @@ def compile_apart(module: nn.Module, name: str) -> Callable[[torch.Tensor], torc
 
     own_code = call.__code__.replace(co_name=name, co_qualname=name)
     entry = types.FunctionType(own_code, call.__globals__, name, None, call.__closure__)
-    compiled: Callable[[torch.Tensor], torch.Tensor] = torch.compile(entry)
+    mode = "reduce-overhead" if cuda_graphs else None
+    compiled: Callable[[torch.Tensor], torch.Tensor] = torch.compile(entry, mode=mode)
     return compiled
 
 
@@ -89,7 +94,9 @@ class ResidentRow:
 
     The input `x: [B, L, D]` is fp32 and requires grad; the module's parameters are fp32.
     The fixed output gradient is drawn (seeded) at the first step, in the output's shape
-    and dtype.
+    and dtype. A row replayed from CUDA graphs marks the start of every step for CUDAGraph
+    Trees (the previous step's graph outputs are dead by then) and keeps its input at a
+    static address, so a replay reads it in place instead of copying it.
     """
 
     def __init__(self, case: CaseSpec, row: Row, device: torch.device, seed: int) -> None:
@@ -102,13 +109,17 @@ class ResidentRow:
         self.parameters = sum(parameter.numel() for parameter in trainable)
         self._module = module
         self._forward: Callable[[torch.Tensor], torch.Tensor] = (
-            compile_apart(module, row.label) if row.compiled else module
+            compile_apart(module, row.label, cuda_graphs=row.cuda_graphs)
+            if row.compiled
+            else module
         )
         self._optimizer = torch.optim.AdamW(trainable, fused=True)
         self._device = device
         self._seed = seed
         self._inputs = _random_tensor(case.input_shape, seed, torch.float32).to(device)
         self._inputs.requires_grad_(True)
+        if row.cuda_graphs:
+            torch._dynamo.mark_static_address(self._inputs)
         self._output_gradient: torch.Tensor | None = None
 
     def clear_gradients(self) -> None:
@@ -130,6 +141,8 @@ class ResidentRow:
     def step(self) -> None:
         """One complete training step: clear gradients, then forward, backward and update."""
         self.clear_gradients()
+        if self.row.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         self.forward_backward_update()
 
 
@@ -169,6 +182,64 @@ def _no_compilation(case: CaseSpec, row: Row) -> Iterator[None]:
             f"case {case.name!r}, row {row.label}: torch.compile compiled during a timed "
             f"sample ({where}); the warm-up must compile everything: raise --warmup"
         ) from error
+
+
+CUDA_GRAPH_MEMORY_NOTE = (
+    "the warm-up step that recorded the CUDA graphs (its largest peak allocated delta): "
+    "a replay makes no allocator calls, so the timed samples cannot see the step's memory"
+)
+"""The `memory_measured_in` extra of a row replayed from CUDA graphs."""
+
+
+@dataclass(frozen=True)
+class StepMemory:
+    """Allocator readings around one step: before it, and its peak."""
+
+    baseline: MemoryReading
+    peak: MemoryReading
+
+    @property
+    def allocated_delta(self) -> int:
+        """Peak minus baseline allocated bytes."""
+        return self.peak.allocated - self.baseline.allocated
+
+
+def _larger(kept: StepMemory | None, new: StepMemory) -> StepMemory:
+    """Of two step readings, the one with the larger peak allocated delta."""
+    return new if kept is None or new.allocated_delta > kept.allocated_delta else kept
+
+
+def _cuda_graph_skips() -> int:
+    """How often Inductor has fallen back from CUDA graphs in this process."""
+    return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+
+
+def _warmup_step(
+    case: CaseSpec, member: ResidentRow, meter: CudaMemoryMeter | None
+) -> StepMemory | None:
+    """One warm-up step, with the allocator read around it when `meter` is given.
+
+    A CUDA-graph row is refused when Inductor declined to capture one of its graphs.
+
+    Raises:
+        BenchError: Inductor skipped CUDA graphs for the row (the step ran without them).
+    """
+    skips = _cuda_graph_skips()
+    reading = None
+    if meter is None:
+        member.step()
+    else:
+        baseline = meter.current()
+        meter.reset_peak()
+        member.step()
+        reading = StepMemory(baseline, meter.peak())
+    if member.row.cuda_graphs and _cuda_graph_skips() > skips:
+        raise BenchError(
+            f"case {case.name!r}, row {member.row.label}: torch.compile ran a graph without "
+            "CUDA graphs (Inductor skipped them; TORCH_LOGS=perf_hints says why), so the row "
+            "would not time what it names"
+        )
+    return reading
 
 
 def _free_cached_memory(device: torch.device) -> None:
@@ -220,12 +291,17 @@ def measure_case(
         with attributed_to(case, row):
             resident.append(ResidentRow(case, row, device, settings.seed))
     row_settings = [settings.for_row(member.row) for member in resident]
+    recordings: list[StepMemory | None] = [None] * len(resident)
     for round_index in range(max(own.warmup for own in row_settings)):
-        for member, own in zip(resident, row_settings, strict=True):
-            if round_index < own.warmup:
-                with attributed_to(case, member.row):
-                    member.step()
-                report(member.row, "warmup", round_index)
+        for row_index, (member, own) in enumerate(zip(resident, row_settings, strict=True)):
+            if round_index >= own.warmup:
+                continue
+            records_graphs = member.row.cuda_graphs and round_index > 0
+            with attributed_to(case, member.row):
+                reading = _warmup_step(case, member, meter if records_graphs else None)
+            if reading is not None:
+                recordings[row_index] = _larger(recordings[row_index], reading)
+            report(member.row, "warmup", round_index)
 
     samples_ms: list[list[float]] = [[] for _ in resident]
     baselines: list[MemoryReading | None] = [None] * len(resident)
@@ -244,10 +320,18 @@ def measure_case(
                 peaks[row_index] = meter.peak().max(peaks[row_index])
         report(member.row, "sample", len(samples_ms[row_index]) - 1)
 
-    rows = [
-        row_entry(member.row, samples, member.parameters, baseline, peak, settings)
-        for member, samples, baseline, peak in zip(
-            resident, samples_ms, baselines, peaks, strict=True
+    rows = []
+    for member, samples, baseline, peak, recording in zip(
+        resident, samples_ms, baselines, peaks, recordings, strict=True
+    ):
+        if recording is None:
+            rows.append(row_entry(member.row, samples, member.parameters, baseline, peak, settings))
+            continue
+        entry = row_entry(
+            member.row, samples, member.parameters, recording.baseline, recording.peak, settings
         )
-    ]
+        entry["memory_measured_in"] = CUDA_GRAPH_MEMORY_NOTE
+        if baseline is not None and peak is not None:
+            entry["replay_peak_allocated_delta_bytes"] = peak.allocated - baseline.allocated
+        rows.append(entry)
     return case_entry(case, rows, plan.skipped)

@@ -39,9 +39,10 @@ CPU_SMOKE_NOTICE = (
 
 
 def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tuple[CasePlan, ...]:
-    """Cases from --case, size options (one custom case), --row and --compile.
+    """Cases from --case, size options (one custom case), --row, --compile, --cuda-graphs.
 
-    --compile times every row twice: as given and under `torch.compile` (`+compile`).
+    --compile adds every row under `torch.compile` (`+compile`); --cuda-graphs adds it
+    compiled and replayed from CUDA graphs (`+compile+cudagraphs`).
     """
     names: list[str] = args.case or (list(REFERENCE_TOKENS) if on_cuda else [CPU_SMOKE.name])
     sizes = {key: getattr(args, key) for key in SIZE_KEYS if getattr(args, key) is not None}
@@ -59,9 +60,14 @@ def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tupl
             rows = tuple(parse_row(text) for text in args.row)
         else:
             rows = default_rows(base_name, on_cuda=on_cuda)
+        variants = rows
         if args.compile:
-            rows += tuple(dataclasses.replace(row, compiled=True) for row in rows)
-        plans.append(CasePlan(case, rows))
+            variants += tuple(dataclasses.replace(row, compiled=True) for row in rows)
+        if args.cuda_graphs:
+            variants += tuple(
+                dataclasses.replace(row, compiled=True, cuda_graphs=True) for row in rows
+            )
+        plans.append(CasePlan(case, variants))
     return tuple(plans)
 
 
@@ -70,20 +76,20 @@ def resolve_plan(
 ) -> tuple[tuple[CasePlan, ...], ProtocolSettings]:
     """The cases with rows and the sampling settings a `run` invocation asks for.
 
-    `--config` gives cases and rows (not combinable with --case, --row, --compile, sizes or
-    --name); --samples, --warmup and --seed override the file's values.
+    `--config` gives cases and rows (not combinable with --case, --row, --compile,
+    --cuda-graphs, sizes or --name); --samples, --warmup and --seed override the file's values.
     """
     if args.config is None:
         plans = _case_plans_from_options(args, on_cuda=on_cuda)
         from_file: dict[str, int | None] = {}
     else:
-        cli_case_options = [args.case, args.row, args.compile, args.name] + [
+        cli_case_options = [args.case, args.row, args.compile, args.cuda_graphs, args.name] + [
             getattr(args, key) for key in SIZE_KEYS
         ]
         if any(option not in (None, [], False) for option in cli_case_options):
             raise BenchError(
                 "--config gives the cases and rows; do not combine it with --case, --row, "
-                "--compile, --name or size options"
+                "--compile, --cuda-graphs, --name or size options"
             )
         file_config = load_config(args.config, on_cuda=on_cuda)
         plans = file_config.cases
@@ -112,6 +118,11 @@ def check_device(plans: tuple[CasePlan, ...], *, on_cuda: bool) -> None:
                 f"without one, run the {CPU_SMOKE.name!r} case"
             )
         for row in plan.rows:
+            if row.cuda_graphs:
+                raise BenchError(
+                    f"case {plan.case.name!r}, row {row.label}: CUDA graphs need a CUDA GPU "
+                    "and none is available; drop --cuda-graphs (or cuda_graphs) on a CPU"
+                )
             if needs_cuda(row):
                 raise BenchError(
                     f"case {plan.case.name!r}, row {row.label}: backend {row.backend!r} needs "
