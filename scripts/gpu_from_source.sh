@@ -11,9 +11,9 @@
 #   sweep       python -m samu_kernels.benchmark --sweep          (OUT/sweep.json)
 #   kernels     python -m samu_kernels.benchmark                  (OUT/kernels.json)
 #   peers       samu-bench run --compile --peers                  (OUT/peers.json)
-#   default_set samu-bench run --compile --cuda-graphs            (OUT/default_set.json)
+#   default_set samu-bench run --compile --cuda-graphs --step-graphs  (OUT/default_set.json)
 #   short_best  the hierarchical SAMU and RG-LRU rows of state2048_short, compiled too
-#   graphs      the best rows compiled, with and without CUDA graphs (OUT/graphs.json)
+#   graphs      the best rows compiled, without and with both kinds of CUDA graphs (OUT/graphs.json)
 #   profile     samu-bench profile of scripts/configs/best_rows_compiled.toml (OUT/profile.json)
 #   mlp         scripts/bench_mlp_backward.py                     (OUT/mlp.json)
 #   ablation    scripts/ablate_block.py                           (OUT/ablation.json)
@@ -60,7 +60,7 @@ for stage in "$@"; do
         kernels) run_stage kernels 300 python3 -m samu_kernels.benchmark --out "$out/kernels.json" ;;
         peers) run_stage peers 620 python3 -m samu_bench.cli run --compile --peers --out "$out/peers.json" ;;
         default_set) run_stage default_set 600 python3 -m samu_bench.cli run --compile \
-            --cuda-graphs --out "$out/default_set.json" ;;
+            --cuda-graphs --step-graphs --out "$out/default_set.json" ;;
         short_best) run_stage short_best 150 python3 -m samu_bench.cli run --compile \
             --case state2048_short --row "$hierarchical_samu" --row "$rglru" --out "$out/short_best.json" ;;
         graphs) run_stage graphs 600 python3 -m samu_bench.cli run \

@@ -117,3 +117,13 @@ def test_cuda_graph_rows_are_compiled_rows() -> None:
         make_row("rglru", "reference", None, cuda_graphs=True)
     peer = make_row("rglru", "peer:recurrentgemma", None, compiled=True, cuda_graphs=True)
     assert peer.recorded_backend == "peer:recurrentgemma+compile+cudagraphs"
+
+
+def test_step_graph_rows() -> None:
+    compiled = make_row("rglru", "reference", None, compiled=True, step_graph=True)
+    assert compiled.recorded_backend == "reference+compile+stepgraph"
+    eager = make_row("rglru", "reference", None, step_graph=True)
+    assert eager.recorded_backend == "reference+stepgraph"
+    assert needs_cuda(eager)
+    with pytest.raises(BenchError, match="exclude each other"):
+        make_row("rglru", "reference", None, compiled=True, cuda_graphs=True, step_graph=True)

@@ -143,6 +143,8 @@ def test_an_invalid_result_is_never_written(
         (["--config", "bench.toml", "--case", "cpu_smoke"], "do not combine"),
         (["--config", "bench.toml", "--cuda-graphs"], "do not combine"),
         (["--cuda-graphs"], "CUDA graphs need a CUDA GPU"),
+        (["--step-graphs"], "CUDA graphs need a CUDA GPU"),
+        (["--config", "bench.toml", "--step-graphs"], "do not combine"),
         (["--config", "missing.toml"], "no such config file"),
         (["--out", "no/such/dir/result.json"], "does not exist"),
     ],

@@ -27,6 +27,7 @@ rows = [
     "rglru:reference",
     { architecture = "samu", backend = "reference", controller = "reference", compile = true },
     { architecture = "rglru", backend = "reference", compile = true, cuda_graphs = true },
+    { architecture = "rglru", backend = "reference", step_graph = true },
 ]
 """
 
@@ -51,8 +52,10 @@ def test_valid_config(tmp_path: Path) -> None:
         ("reference", False, "rglru:reference"),
         ("reference", True, "samu:reference+compile:reference"),
         ("reference", True, "rglru:reference+compile+cudagraphs"),
+        ("reference", False, "rglru:reference+stepgraph"),
     ]
-    assert [row.cuda_graphs for row in wide.rows] == [False, False, True]
+    assert [row.cuda_graphs for row in wide.rows] == [False, False, True, False]
+    assert [row.step_graph for row in wide.rows] == [False, False, False, True]
 
 
 def test_settings_are_optional(tmp_path: Path) -> None:
@@ -93,6 +96,15 @@ CUSTOM = '[[cases]]\nname = "c"\nbatch = 1\nlength = 8\nwidth = 16\nrnn_width = 
         (
             CUSTOM + 'rows = [{ architecture = "rglru", backend = "x", cuda_graphs = true }]\n',
             "cuda_graphs = true needs compile = true",
+        ),
+        (
+            CUSTOM + 'rows = [{ architecture = "rglru", backend = "x", compile = true, '
+            "cuda_graphs = true, step_graph = true }]\n",
+            "exclude each other",
+        ),
+        (
+            CUSTOM + 'rows = [{ architecture = "rglru", backend = "x", step_graph = "yes" }]\n',
+            "step_graph must be true or false",
         ),
         (CUSTOM + 'rows = ["rglru:reference", "rglru:reference"]\n', "given twice"),
         ("[[cases]\n", "invalid TOML"),

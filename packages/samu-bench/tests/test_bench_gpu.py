@@ -12,6 +12,7 @@ import torch
 import samu_schema
 from samu_bench import CasePlan, CaseSpec, ProtocolSettings, default_rows, measure_case
 from samu_bench.cli import main
+from samu_bench.protocol import ResidentRow
 
 pytestmark = [
     pytest.mark.gpu,
@@ -123,3 +124,47 @@ def test_cuda_graph_rows_read_memory_from_the_recording_on_gpu() -> None:
         # a replay allocates (almost) nothing.
         assert recorded >= 0.9 * compiled_row["peak_allocated_delta_bytes"]
         assert graph_row["replay_peak_allocated_delta_bytes"] < recorded / 2
+
+
+def test_a_step_graph_replays_the_same_training_on_gpu() -> None:
+    """Five steps as warm-up, capture and replays update the weights as five plain steps."""
+    torch.compiler.reset()
+    device = torch.device("cuda")
+    row = dataclasses.replace(default_rows(SMALL.name, on_cuda=True)[0], compiled=True)
+    plain = ResidentRow(SMALL, row, device, seed=0)
+    graphed = ResidentRow(SMALL, dataclasses.replace(row, step_graph=True), device, seed=0)
+    initial = [parameter.detach().clone() for parameter in plain.module.parameters()]
+    for _ in range(5):
+        plain.step()
+    graphed.step()
+    graphed.step()
+    graphed.capture_step()  # one step on a side stream, then the capture (runs nothing)
+    graphed.step()
+    graphed.step()
+    torch.cuda.synchronize()
+    for start, want, got in zip(
+        initial, plain.module.parameters(), graphed.module.parameters(), strict=True
+    ):
+        expected, actual = want.detach() - start, got.detach() - start
+        assert torch.linalg.vector_norm(actual - expected) <= 1e-2 * torch.linalg.vector_norm(
+            expected
+        )
+
+
+def test_step_graph_rows_read_memory_from_the_capture_on_gpu() -> None:
+    device = torch.device("cuda")
+    rows = default_rows(SMALL.name, on_cuda=True)
+    compiled = tuple(dataclasses.replace(row, compiled=True) for row in rows)
+    graphed = tuple(dataclasses.replace(row, step_graph=True) for row in compiled)
+    entry = measure_case(
+        CasePlan(SMALL, compiled + graphed), ProtocolSettings(samples=3, warmup=3), device
+    )
+    by_backend = {row["backend"]: row for row in entry["rows"]}
+    for row in rows:
+        graph_row = by_backend[row.backend + "+compile+stepgraph"]
+        compiled_row = by_backend[row.backend + "+compile"]
+        assert graph_row["step_graph"] is True
+        assert "capture" in graph_row["memory_measured_in"]
+        captured = graph_row["peak_allocated_delta_bytes"]
+        assert captured >= 0.9 * compiled_row["peak_allocated_delta_bytes"]
+        assert graph_row["replay_peak_allocated_delta_bytes"] < captured / 2

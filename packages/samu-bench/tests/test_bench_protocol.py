@@ -59,7 +59,12 @@ class Recorder:
         self.modules: dict[str, RecordingModule] = {}
 
     def row(
-        self, name: str, *, compiled: bool = False, sample_limit: SampleLimit | None = None
+        self,
+        name: str,
+        *,
+        compiled: bool = False,
+        sample_limit: SampleLimit | None = None,
+        step_graph: bool = False,
     ) -> Row:
         """A row (architecture "test", backend `name`) building a `RecordingModule`."""
 
@@ -69,7 +74,13 @@ class Recorder:
             return module
 
         return Row(
-            "test", name, None, compiled=compiled, build_module=build, sample_limit=sample_limit
+            "test",
+            name,
+            None,
+            compiled=compiled,
+            build_module=build,
+            sample_limit=sample_limit,
+            step_graph=step_graph,
         )
 
 
@@ -237,6 +248,46 @@ def test_memory_accounting_order_and_peaks(
         for kind in ("allocated", "reserved"):
             delta = row[f"peak_{kind}_bytes"] - row[f"baseline_{kind}_bytes"]
             assert row[f"peak_{kind}_delta_bytes"] == delta
+
+
+def test_step_graph_rows_read_memory_from_the_capture(
+    tiny_case: CaseSpec, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The capture itself needs CUDA; here it only logs, so the protocol's order and memory
+    # bookkeeping around it show.
+    monkeypatch.setattr(
+        protocol_module.ResidentRow, "capture_step", lambda self: recorder.log.append("capture")
+    )
+    peaks = iter(
+        [
+            MemoryReading(1900, 2500),  # the capture
+            MemoryReading(1010, 2000),  # sample 0
+            MemoryReading(1020, 2000),  # sample 1
+        ]
+    )
+    meter = ScriptedMeter(recorder.log, peaks)
+    monkeypatch.setattr(protocol_module, "memory_meter_for", lambda device: meter)
+    plan = CasePlan(tiny_case, (recorder.row("a", step_graph=True),))
+    entry = measure_case(plan, ProtocolSettings(samples=2, warmup=3), CPU)
+
+    assert recorder.log == [
+        "a", "a",  # warm-up steps
+        "baseline", "reset", "capture", "a",  # the last warm-up: capture, first replay
+        "baseline", "reset", "a",
+        "reset", "a",
+    ]  # fmt: skip
+    [row] = entry["rows"]
+    assert (row["backend"], row["step_graph"], row["cuda_graphs"]) == ("a+stepgraph", True, False)
+    assert (row["peak_allocated_bytes"], row["peak_reserved_bytes"]) == (1900, 2500)
+    assert (row["peak_allocated_delta_bytes"], row["peak_reserved_delta_bytes"]) == (900, 500)
+    assert row["memory_measured_in"] == protocol_module.STEP_GRAPH_MEMORY_NOTE
+    assert row["replay_peak_allocated_delta_bytes"] == 20
+
+
+def test_only_a_step_graph_row_is_captured(tiny_case: CaseSpec, recorder: Recorder) -> None:
+    member = protocol_module.ResidentRow(tiny_case, recorder.row("a"), CPU, seed=0)
+    with pytest.raises(BenchError, match="only a step-graph row is captured"):
+        member.capture_step()
 
 
 def test_compiled_rows_are_wrapped_before_warmup(

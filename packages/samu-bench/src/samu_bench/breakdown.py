@@ -135,7 +135,8 @@ def step_breakdown(
     """Warm `resident` up, time `steps` steps, then profile `steps` more.
 
     Args:
-        resident: the row, built on `device` (compiled rows compile during warm-up).
+        resident: the row, built on `device` (compiled rows compile during warm-up; a
+            step-graph row's step is captured after it).
         device: where it runs; CUDA profiles kernels, a CPU profiles ops.
         warmup: untimed steps first (>= 1).
         steps: timed steps, then as many profiled steps (>= 1).
@@ -149,6 +150,8 @@ def step_breakdown(
         raise ValueError(f"steps must be at least 1, got {steps}")
     for _ in range(warmup):
         resident.step()
+    if resident.row.step_graph:
+        resident.capture_step()
     timer = timer_for(device)
     step_ms = statistics.median(timer.time_ms(resident.step) for _ in range(steps))
     kernels = _kernel_times(resident, device, steps)

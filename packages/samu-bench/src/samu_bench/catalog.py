@@ -98,8 +98,10 @@ def make_row(
     *,
     compiled: bool = False,
     cuda_graphs: bool = False,
+    step_graph: bool = False,
 ) -> Row:
-    """A checked row (BenchError if unfit; `cuda_graphs` needs `compiled`).
+    """A checked row (BenchError if unfit; `cuda_graphs` needs `compiled` and excludes
+    `step_graph`).
 
     `peer:recurrentgemma` is recurrentgemma's own block (rglru, no controller); any other
     backend is checked with `samu_kernels.check_backend` and runs the samu-modules block
@@ -111,12 +113,21 @@ def make_row(
                 f"row {architecture}:{backend}:{controller}: {backend} is an rglru block "
                 "without a controller"
             )
-        return dataclasses.replace(peer_row(backend, compiled=compiled), cuda_graphs=cuda_graphs)
+        return dataclasses.replace(
+            peer_row(backend, compiled=compiled), cuda_graphs=cuda_graphs, step_graph=step_graph
+        )
     try:
         samu_kernels.check_backend(architecture, backend, controller)
     except ValueError as error:
         raise BenchError(f"row {architecture}:{backend}:{controller}: {error}") from error
-    return Row(architecture, backend, controller, compiled=compiled, cuda_graphs=cuda_graphs)
+    return Row(
+        architecture,
+        backend,
+        controller,
+        compiled=compiled,
+        cuda_graphs=cuda_graphs,
+        step_graph=step_graph,
+    )
 
 
 def parse_row(text: str, *, compiled: bool = False) -> Row:
@@ -142,9 +153,9 @@ def parse_row(text: str, *, compiled: bool = False) -> Row:
 
 
 def needs_cuda(row: Row) -> bool:
-    """Whether a row runs only on a CUDA GPU: CUDA-graph rows, and every backend but
-    `reference` and recurrentgemma's block."""
-    return row.cuda_graphs or row.backend not in ("reference", RECURRENTGEMMA.backend)
+    """Whether a row runs only on a CUDA GPU: rows that replay CUDA graphs, and every
+    backend but `reference` and recurrentgemma's block."""
+    return row.replays_graphs or row.backend not in ("reference", RECURRENTGEMMA.backend)
 
 
 def is_reference_case(name: str) -> bool:

@@ -104,6 +104,15 @@ def _add_case_options(command: argparse.ArgumentParser, verb: str) -> None:
         ),
     )
     command.add_argument(
+        "--step-graphs",
+        action="store_true",
+        help=(
+            f"also {verb} every row (not the --peers rows) compiled, with its whole step "
+            "(forward, backward, capturable fused AdamW) captured as one CUDA graph and "
+            "replayed (backend '<backend>+compile+stepgraph'; memory read from the capture)"
+        ),
+    )
+    command.add_argument(
         "--peers",
         action="store_true",
         help=(

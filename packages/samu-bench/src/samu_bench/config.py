@@ -21,6 +21,9 @@ Format (every key optional except `cases` and a case's `name`)::
         { architecture = "samu", backend = "reference", controller = "reference", compile = true },
         { architecture = "rglru", backend = "fused_grouped_prefix32_hierarchical_chunk16",
           compile = true, cuda_graphs = true },  # replayed from CUDA graphs (needs compile)
+        { architecture = "samu", backend = "fused_output_fused_write_shared_sfu_chunk32",
+          controller = "fp32_fused_coords", compile = true, step_graph = true },
+          # the whole step as one CUDA graph (compile optional)
     ]
 
 Rows default to the case's default rows (`catalog.default_rows`).
@@ -45,7 +48,9 @@ else:  # pragma: no cover - Python 3.10
 SIZE_KEYS = ("batch", "length", "width", "rnn_width", "depth")
 _TOP_KEYS = frozenset({"samples", "warmup", "seed", "cases"})
 _CASE_KEYS = frozenset({"name", "rows", *SIZE_KEYS})
-_ROW_KEYS = frozenset({"architecture", "backend", "controller", "compile", "cuda_graphs"})
+_ROW_KEYS = frozenset(
+    {"architecture", "backend", "controller", "compile", "cuda_graphs", "step_graph"}
+)
 
 
 @dataclass(frozen=True)
@@ -86,18 +91,21 @@ def _row(where: str, entry: object) -> Row:
     if controller is not None and not isinstance(controller, str):
         raise BenchError(f"{where}: controller must be a string (omit it for none)")
     flags = {}
-    for key in ("compile", "cuda_graphs"):
+    for key in ("compile", "cuda_graphs", "step_graph"):
         flags[key] = entry.get(key, False)
         if not isinstance(flags[key], bool):
             raise BenchError(f"{where}: {key} must be true or false, got {flags[key]!r}")
     if flags["cuda_graphs"] and not flags["compile"]:
         raise BenchError(f"{where}: cuda_graphs = true needs compile = true")
+    if flags["cuda_graphs"] and flags["step_graph"]:
+        raise BenchError(f"{where}: cuda_graphs and step_graph exclude each other; choose one")
     return make_row(
         entry["architecture"],
         entry["backend"],
         controller,
         compiled=flags["compile"],
         cuda_graphs=flags["cuda_graphs"],
+        step_graph=flags["step_graph"],
     )
 
 

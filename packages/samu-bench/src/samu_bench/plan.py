@@ -70,6 +70,9 @@ backend can share a case (a row's identity is unique within a case)."""
 CUDA_GRAPHS_SUFFIX = "+cudagraphs"
 """Appended after `+compile` for a compiled row replayed from CUDA graphs."""
 
+STEP_GRAPH_SUFFIX = "+stepgraph"
+"""Appended (after any `+compile`) for a row whose whole step is one replayed CUDA graph."""
+
 
 @dataclass(frozen=True)
 class SampleLimit:
@@ -112,7 +115,11 @@ class Row:
     with backend `<backend>+compile` and the extra field `compiled: true`. `cuda_graphs`
     (compiled rows only) compiles with `mode="reduce-overhead"`, so the forward and backward
     graphs replay from CUDA graphs (backend `<backend>+compile+cudagraphs`, extra field
-    `cuda_graphs: true`; the protocol reads its memory from the recording step). `build_module`
+    `cuda_graphs: true`; the protocol reads its memory from the recording step). `step_graph`
+    captures the whole step, gradient clearing, forward, backward and the optimizer update
+    (AdamW with `capturable=True`), as one CUDA graph after warm-up and times its replays
+    (backend `<backend>[+compile]+stepgraph`, extra field `step_graph: true`; memory read
+    from the capture). `build_module`
     makes the module; the default is the samu residual block, and tests or peer
     implementations plug in their own. `sample_limit` caps the row's samples and warm-up
     below the run's settings (recorded in the row).
@@ -125,6 +132,7 @@ class Row:
     build_module: ModuleBuilder = field(default=build_residual_block, compare=False, repr=False)
     sample_limit: SampleLimit | None = None
     cuda_graphs: bool = False
+    step_graph: bool = False
 
     def __post_init__(self) -> None:
         if self.cuda_graphs and not self.compiled:
@@ -132,13 +140,26 @@ class Row:
                 f"row {self.label}: CUDA graphs are replayed by torch.compile; "
                 "a row with cuda_graphs must be compiled too"
             )
+        if self.cuda_graphs and self.step_graph:
+            raise BenchError(
+                f"row {self.label}: cuda_graphs (torch.compile's graphs) and step_graph (the "
+                "whole step as one graph) exclude each other; choose one"
+            )
+
+    @property
+    def replays_graphs(self) -> bool:
+        """Whether the row's timed steps replay CUDA graphs (either kind)."""
+        return self.cuda_graphs or self.step_graph
 
     @property
     def recorded_backend(self) -> str:
         """The backend name written to the result file."""
-        if not self.compiled:
-            return self.backend
-        return self.backend + COMPILED_SUFFIX + (CUDA_GRAPHS_SUFFIX if self.cuda_graphs else "")
+        suffixes = [
+            (self.compiled, COMPILED_SUFFIX),
+            (self.cuda_graphs, CUDA_GRAPHS_SUFFIX),
+            (self.step_graph, STEP_GRAPH_SUFFIX),
+        ]
+        return self.backend + "".join(suffix for chosen, suffix in suffixes if chosen)
 
     @property
     def key(self) -> RowKey:

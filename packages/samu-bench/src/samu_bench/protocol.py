@@ -96,7 +96,9 @@ class ResidentRow:
     The fixed output gradient is drawn (seeded) at the first step, in the output's shape
     and dtype. A row replayed from CUDA graphs marks the start of every step for CUDAGraph
     Trees (the previous step's graph outputs are dead by then) and keeps its input at a
-    static address, so a replay reads it in place instead of copying it.
+    static address, so a replay reads it in place instead of copying it. A step-graph row's
+    optimizer is capturable, its autocast keeps no cast cache (capture needs both), and
+    after :meth:`capture_step` every step is a replay of the captured one.
     """
 
     def __init__(self, case: CaseSpec, row: Row, device: torch.device, seed: int) -> None:
@@ -113,7 +115,8 @@ class ResidentRow:
             if row.compiled
             else module
         )
-        self._optimizer = torch.optim.AdamW(trainable, fused=True)
+        self._optimizer = torch.optim.AdamW(trainable, fused=True, capturable=row.step_graph)
+        self._graph: torch.cuda.CUDAGraph | None = None
         self._device = device
         self._seed = seed
         self._inputs = _random_tensor(case.input_shape, seed, torch.float32).to(device)
@@ -122,6 +125,11 @@ class ResidentRow:
             torch._dynamo.mark_static_address(self._inputs)
         self._output_gradient: torch.Tensor | None = None
 
+    @property
+    def module(self) -> nn.Module:
+        """The row's module (its parameters are the ones the optimizer updates)."""
+        return self._module
+
     def clear_gradients(self) -> None:
         """Set every parameter gradient and the input's gradient to None."""
         self._module.zero_grad(set_to_none=True)
@@ -129,7 +137,9 @@ class ResidentRow:
 
     def forward_backward_update(self) -> None:
         """Forward under bf16 autocast, backward with the fixed gradient, optimizer step."""
-        with torch.autocast(self._device.type, dtype=torch.bfloat16):
+        with torch.autocast(
+            self._device.type, dtype=torch.bfloat16, cache_enabled=not self.row.step_graph
+        ):
             output = self._forward(self._inputs)
         if self._output_gradient is None:
             self._output_gradient = _random_tensor(output.shape, self._seed + 1, output.dtype).to(
@@ -139,11 +149,39 @@ class ResidentRow:
         self._optimizer.step()
 
     def step(self) -> None:
-        """One complete training step: clear gradients, then forward, backward and update."""
+        """One complete training step: clear gradients, then forward, backward and update
+        (after :meth:`capture_step`, one replay of the captured step)."""
+        if self._graph is not None:
+            self._graph.replay()
+            return
         self.clear_gradients()
         if self.row.cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         self.forward_backward_update()
+
+    def capture_step(self) -> None:
+        """Capture one whole step as a CUDA graph (step-graph rows, after warm-up).
+
+        One step runs on a side stream first, as capture requires of work that initialises
+        lazily per stream (cuBLAS workspaces); the capture itself runs nothing. Later calls
+        of :meth:`step` replay the graph: its gradients and temporaries live in the graph's
+        private memory pool, at the same addresses every replay.
+
+        Raises:
+            BenchError: the row is not a step-graph row, or its step was captured already.
+        """
+        if not self.row.step_graph or self._graph is not None:
+            raise BenchError(f"row {self.row.label}: only a step-graph row is captured, once")
+        current = torch.cuda.current_stream(self._device)
+        side = torch.cuda.Stream(self._device)  # type: ignore[no-untyped-call]
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            self.step()
+        current.wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.step()
+        self._graph = graph
 
 
 @contextmanager
@@ -188,7 +226,13 @@ CUDA_GRAPH_MEMORY_NOTE = (
     "the warm-up step that recorded the CUDA graphs (its largest peak allocated delta): "
     "a replay makes no allocator calls, so the timed samples cannot see the step's memory"
 )
-"""The `memory_measured_in` extra of a row replayed from CUDA graphs."""
+"""The `memory_measured_in` extra of a row replayed from torch.compile's CUDA graphs."""
+
+STEP_GRAPH_MEMORY_NOTE = (
+    "the capture of the whole step's CUDA graph: a replay makes no allocator calls, so the "
+    "timed samples cannot see the step's memory"
+)
+"""The `memory_measured_in` extra of a step-graph row."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +258,17 @@ def _cuda_graph_skips() -> int:
     return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
 
 
+def _read_around(meter: CudaMemoryMeter | None, action: Callable[[], None]) -> StepMemory | None:
+    """Run `action`; with a meter, return the allocator before it and its peak."""
+    if meter is None:
+        action()
+        return None
+    baseline = meter.current()
+    meter.reset_peak()
+    action()
+    return StepMemory(baseline, meter.peak())
+
+
 def _warmup_step(
     case: CaseSpec, member: ResidentRow, meter: CudaMemoryMeter | None
 ) -> StepMemory | None:
@@ -225,14 +280,7 @@ def _warmup_step(
         BenchError: Inductor skipped CUDA graphs for the row (the step ran without them).
     """
     skips = _cuda_graph_skips()
-    reading = None
-    if meter is None:
-        member.step()
-    else:
-        baseline = meter.current()
-        meter.reset_peak()
-        member.step()
-        reading = StepMemory(baseline, meter.peak())
+    reading = _read_around(meter, member.step)
     if member.row.cuda_graphs and _cuda_graph_skips() > skips:
         raise BenchError(
             f"case {case.name!r}, row {member.row.label}: torch.compile ran a graph without "
@@ -266,6 +314,11 @@ def measure_case(
     read just before a row's first timed sample and peaks are reset before every sample.
     Elsewhere the clock is `time.perf_counter` and the memory fields are null.
 
+    Rows that replay CUDA graphs make no allocator calls in their samples, so their memory
+    fields come from where the graphs were made: a `cuda_graphs` row's warm-up step (after
+    the first) with the largest peak allocated delta (the recording), a `step_graph` row's
+    capture, which takes the place of its last warm-up step (then one untimed replay).
+
     Returns:
         A JSON-ready dict `{case, batch, length, config, rows[, skipped_rows]}` of the
         result-file format.
@@ -298,7 +351,11 @@ def measure_case(
                 continue
             records_graphs = member.row.cuda_graphs and round_index > 0
             with attributed_to(case, member.row):
-                reading = _warmup_step(case, member, meter if records_graphs else None)
+                if member.row.step_graph and round_index == own.warmup - 1:
+                    reading = _read_around(meter, member.capture_step)
+                    member.step()  # the first replay, untimed
+                else:
+                    reading = _warmup_step(case, member, meter if records_graphs else None)
             if reading is not None:
                 recordings[row_index] = _larger(recordings[row_index], reading)
             report(member.row, "warmup", round_index)
@@ -330,7 +387,9 @@ def measure_case(
         entry = row_entry(
             member.row, samples, member.parameters, recording.baseline, recording.peak, settings
         )
-        entry["memory_measured_in"] = CUDA_GRAPH_MEMORY_NOTE
+        entry["memory_measured_in"] = (
+            STEP_GRAPH_MEMORY_NOTE if member.row.step_graph else CUDA_GRAPH_MEMORY_NOTE
+        )
         if baseline is not None and peak is not None:
             entry["replay_peak_allocated_delta_bytes"] = peak.allocated - baseline.allocated
         rows.append(entry)

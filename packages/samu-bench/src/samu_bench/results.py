@@ -32,9 +32,10 @@ def row_entry(
 ) -> dict[str, Any]:
     """A row of the file: statistics from `samu_schema.summarize`, memory, parameters.
 
-    `baseline`/`peak` None (no CUDA) gives null memory fields; `compiled` and `cuda_graphs`
-    are extras (a compiled row's backend is recorded as `<backend>+compile`, with
-    `+cudagraphs` after it when replayed from CUDA graphs). A row with a sample
+    `baseline`/`peak` None (no CUDA) gives null memory fields; `compiled`, `cuda_graphs` and
+    `step_graph` are extras (a compiled row's backend is recorded as `<backend>+compile`,
+    with `+cudagraphs` after it when replayed from torch.compile's CUDA graphs; a row whose
+    whole step is one graph ends in `+stepgraph`). A row with a sample
     limit also records, from the run's `requested` settings, `samples_requested`,
     `warmup_steps` and `sample_limit_reason`.
     """
@@ -44,6 +45,7 @@ def row_entry(
         "controller": row.controller,
         "compiled": row.compiled,
         "cuda_graphs": row.cuda_graphs,
+        "step_graph": row.step_graph,
         "optimizer_step": samu_schema.summarize(samples_ms).model_dump(mode="json"),
     }
     for kind in ("allocated", "reserved"):

@@ -42,7 +42,8 @@ def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tupl
     """Cases from --case, size options (one custom case), --row, --compile, --cuda-graphs.
 
     --compile adds every row under `torch.compile` (`+compile`); --cuda-graphs adds it
-    compiled and replayed from CUDA graphs (`+compile+cudagraphs`).
+    compiled and replayed from CUDA graphs (`+compile+cudagraphs`); --step-graphs adds it
+    compiled with the whole step replayed as one CUDA graph (`+compile+stepgraph`).
     """
     names: list[str] = args.case or (list(REFERENCE_TOKENS) if on_cuda else [CPU_SMOKE.name])
     sizes = {key: getattr(args, key) for key in SIZE_KEYS if getattr(args, key) is not None}
@@ -67,6 +68,10 @@ def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tupl
             variants += tuple(
                 dataclasses.replace(row, compiled=True, cuda_graphs=True) for row in rows
             )
+        if args.step_graphs:
+            variants += tuple(
+                dataclasses.replace(row, compiled=True, step_graph=True) for row in rows
+            )
         plans.append(CasePlan(case, variants))
     return tuple(plans)
 
@@ -77,19 +82,25 @@ def resolve_plan(
     """The cases with rows and the sampling settings a `run` invocation asks for.
 
     `--config` gives cases and rows (not combinable with --case, --row, --compile,
-    --cuda-graphs, sizes or --name); --samples, --warmup and --seed override the file's values.
+    --cuda-graphs, --step-graphs, sizes or --name); --samples, --warmup and --seed
+    override the file's values.
     """
     if args.config is None:
         plans = _case_plans_from_options(args, on_cuda=on_cuda)
         from_file: dict[str, int | None] = {}
     else:
-        cli_case_options = [args.case, args.row, args.compile, args.cuda_graphs, args.name] + [
-            getattr(args, key) for key in SIZE_KEYS
-        ]
+        cli_case_options = [
+            args.case,
+            args.row,
+            args.compile,
+            args.cuda_graphs,
+            args.step_graphs,
+            args.name,
+        ] + [getattr(args, key) for key in SIZE_KEYS]
         if any(option not in (None, [], False) for option in cli_case_options):
             raise BenchError(
                 "--config gives the cases and rows; do not combine it with --case, --row, "
-                "--compile, --cuda-graphs, --name or size options"
+                "--compile, --cuda-graphs, --step-graphs, --name or size options"
             )
         file_config = load_config(args.config, on_cuda=on_cuda)
         plans = file_config.cases
@@ -118,10 +129,11 @@ def check_device(plans: tuple[CasePlan, ...], *, on_cuda: bool) -> None:
                 f"without one, run the {CPU_SMOKE.name!r} case"
             )
         for row in plan.rows:
-            if row.cuda_graphs:
+            if row.replays_graphs:
                 raise BenchError(
                     f"case {plan.case.name!r}, row {row.label}: CUDA graphs need a CUDA GPU "
-                    "and none is available; drop --cuda-graphs (or cuda_graphs) on a CPU"
+                    "and none is available; drop --cuda-graphs / --step-graphs (cuda_graphs / "
+                    "step_graph) on a CPU"
                 )
             if needs_cuda(row):
                 raise BenchError(
