@@ -10,6 +10,7 @@
 #   tests       pytest -m gpu on the packages with GPU tests (PYTEST_SELECT=EXPR: -k EXPR)
 #   sweep       python -m samu_kernels.benchmark --sweep          (OUT/sweep.json)
 #   kernels     python -m samu_kernels.benchmark                  (OUT/kernels.json)
+#   fast_math   the same twice, SAMU_KERNELS_FAST_MATH=0 then 1   (OUT/fast_math_{0,1}.json)
 #   peers       samu-bench run --compile --peers                  (OUT/peers.json)
 #   default_set samu-bench run --compile --cuda-graphs --step-graphs  (OUT/default_set.json)
 #   short_best  the hierarchical SAMU and RG-LRU rows of state2048_short, compiled too
@@ -21,7 +22,7 @@
 set -u
 [ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
 out=$1; shift
-stages="tests sweep kernels peers default_set short_best graphs profile mlp ablation"
+stages="tests sweep kernels fast_math peers default_set short_best graphs profile mlp ablation"
 for stage in "$@"; do
     case " $stages " in
         *" $stage "*) ;;
@@ -58,6 +59,11 @@ for stage in "$@"; do
             ${PYTEST_SELECT:+-k "$PYTEST_SELECT"} packages/samu-{kernels,modules,bench} ;;
         sweep) run_stage sweep 480 python3 -m samu_kernels.benchmark --sweep --out "$out/sweep.json" ;;
         kernels) run_stage kernels 300 python3 -m samu_kernels.benchmark --out "$out/kernels.json" ;;
+        fast_math)
+            for switch in 0 1; do
+                run_stage "fast_math_$switch" 300 env SAMU_KERNELS_FAST_MATH=$switch python3 \
+                    -m samu_kernels.benchmark --out "$out/fast_math_$switch.json"
+            done ;;
         peers) run_stage peers 620 python3 -m samu_bench.cli run --compile --peers --out "$out/peers.json" ;;
         default_set) run_stage default_set 600 python3 -m samu_bench.cli run --compile \
             --cuda-graphs --step-graphs --out "$out/default_set.json" ;;

@@ -138,7 +138,8 @@ def test_a_step_graph_replays_the_same_training_on_gpu() -> None:
         plain.step()
     graphed.step()
     graphed.step()
-    graphed.capture_step()  # one step on a side stream, then the capture (runs nothing)
+    graphed.prepare_capture()  # one step on the capture stream
+    graphed.capture_step()  # runs nothing
     graphed.step()
     graphed.step()
     torch.cuda.synchronize()

@@ -255,9 +255,12 @@ def test_step_graph_rows_read_memory_from_the_capture(
 ) -> None:
     # The capture itself needs CUDA; here it only logs, so the protocol's order and memory
     # bookkeeping around it show.
-    monkeypatch.setattr(
-        protocol_module.ResidentRow, "capture_step", lambda self: recorder.log.append("capture")
-    )
+    for method in ("prepare_capture", "capture_step"):
+        monkeypatch.setattr(
+            protocol_module.ResidentRow,
+            method,
+            lambda self, name=method: recorder.log.append(name),
+        )
     peaks = iter(
         [
             MemoryReading(1900, 2500),  # the capture
@@ -272,7 +275,7 @@ def test_step_graph_rows_read_memory_from_the_capture(
 
     assert recorder.log == [
         "a", "a",  # warm-up steps
-        "baseline", "reset", "capture", "a",  # the last warm-up: capture, first replay
+        "prepare_capture", "baseline", "reset", "capture_step", "a",  # the capture, a replay
         "baseline", "reset", "a",
         "reset", "a",
     ]  # fmt: skip
@@ -284,10 +287,17 @@ def test_step_graph_rows_read_memory_from_the_capture(
     assert row["replay_peak_allocated_delta_bytes"] == 20
 
 
-def test_only_a_step_graph_row_is_captured(tiny_case: CaseSpec, recorder: Recorder) -> None:
+def test_only_a_prepared_step_graph_row_is_captured(
+    tiny_case: CaseSpec, recorder: Recorder
+) -> None:
     member = protocol_module.ResidentRow(tiny_case, recorder.row("a"), CPU, seed=0)
     with pytest.raises(BenchError, match="only a step-graph row is captured"):
-        member.capture_step()
+        member.prepare_capture()
+    graph_row = protocol_module.ResidentRow(
+        tiny_case, recorder.row("b", step_graph=True), CPU, seed=0
+    )
+    with pytest.raises(BenchError, match=r"prepare_capture\(\) must run"):
+        graph_row.capture_step()
 
 
 def test_compiled_rows_are_wrapped_before_warmup(

@@ -4,6 +4,10 @@ and torch.compile(fullgraph=True) through the custom ops."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +15,7 @@ from kernel_cases import assert_matches_reference, make_problem, relative_error,
 
 import samu_kernels
 from samu_kernels.benchmark import REFERENCE_SHAPES
+from samu_kernels.common.chunk import FAST_MATH, FAST_MATH_ENV
 from samu_kernels.common.geometry import TILE_ENV
 
 pytestmark = [
@@ -155,3 +160,27 @@ def test_chained_passes_at_reference_shapes(
         architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=True
     )
     assert_matches_reference(problem, backend, controller)
+
+
+def test_fast_math_is_on_exactly_when_asked() -> None:
+    assert bool(FAST_MATH) == (os.environ.get(FAST_MATH_ENV) == "1")
+
+
+def test_fast_math_matches_the_reference_on_gpu() -> None:
+    """`SAMU_KERNELS_FAST_MATH=1` (read at import, so in a fresh process): the reference-file
+    rows at the reference shapes and half of the backend matrix (every fused_write backend:
+    both transcendental modes, sequential, hierarchical and grouped, fp32 with resets and h0)
+    against the fp64 reference."""
+    selection = (
+        "test_fast_math_is_on_exactly_when_asked or test_reference_file_rows_at_reference_shapes"
+        " or (test_backend_matrix and fused_write)"
+    )
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
+    result = subprocess.run(
+        [*command, "-k", selection, str(Path(__file__))],
+        env={**os.environ, FAST_MATH_ENV: "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

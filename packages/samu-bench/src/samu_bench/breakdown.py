@@ -151,6 +151,7 @@ def step_breakdown(
     for _ in range(warmup):
         resident.step()
     if resident.row.step_graph:
+        resident.prepare_capture()
         resident.capture_step()
     timer = timer_for(device)
     step_ms = statistics.median(timer.time_ms(resident.step) for _ in range(steps))

@@ -98,9 +98,8 @@ def _add_case_options(command: argparse.ArgumentParser, verb: str) -> None:
         action="store_true",
         help=(
             f"also {verb} every row (not the --peers rows) compiled with "
-            "mode='reduce-overhead', replayed from "
-            "CUDA graphs (backend '<backend>+compile+cudagraphs'; memory read from the "
-            "recording warm-up step)"
+            "mode='reduce-overhead', replayed from CUDA graphs (backend "
+            "'<backend>+compile+cudagraphs')"
         ),
     )
     command.add_argument(
@@ -109,7 +108,7 @@ def _add_case_options(command: argparse.ArgumentParser, verb: str) -> None:
         help=(
             f"also {verb} every row (not the --peers rows) compiled, with its whole step "
             "(forward, backward, capturable fused AdamW) captured as one CUDA graph and "
-            "replayed (backend '<backend>+compile+stepgraph'; memory read from the capture)"
+            "replayed (backend '<backend>+compile+stepgraph')"
         ),
     )
     command.add_argument(

@@ -19,11 +19,10 @@ Format (every key optional except `cases` and a case's `name`)::
     rows = [
         "rglru:fused_grouped_prefix32_hierarchical_chunk16",
         { architecture = "samu", backend = "reference", controller = "reference", compile = true },
-        { architecture = "rglru", backend = "fused_grouped_prefix32_hierarchical_chunk16",
-          compile = true, cuda_graphs = true },  # replayed from CUDA graphs (needs compile)
-        { architecture = "samu", backend = "fused_output_fused_write_shared_sfu_chunk32",
-          controller = "fp32_fused_coords", compile = true, step_graph = true },
-          # the whole step as one CUDA graph (compile optional)
+        # replayed from torch.compile's CUDA graphs (needs compile = true):
+        { architecture = "rglru", backend = "reference", compile = true, cuda_graphs = true },
+        # the whole step captured as one CUDA graph (compiled or not):
+        { architecture = "rglru", backend = "reference", compile = true, step_graph = true },
     ]
 
 Rows default to the case's default rows (`catalog.default_rows`).

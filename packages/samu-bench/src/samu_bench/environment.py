@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+import samu_kernels
+
 SAMU_PACKAGES = ("samu-schema", "samu-kernels", "samu-modules", "samu-bench")
 
 
@@ -66,8 +68,10 @@ def collect_environment(device: torch.device) -> dict[str, Any]:
     """The environment block for a run on `device`.
 
     Records torch, CUDA, GPU name, triton, driver, python, platform, device kind
-    ("cuda" or "cpu"), the git revision of the code's working tree and the samu package
-    versions; each is null where it cannot be known (gpu and cuda on a CPU run).
+    ("cuda" or "cpu"), the git revision of the code's working tree, the samu package
+    versions and whether the scan kernels use flush-to-zero transcendentals
+    (`SAMU_KERNELS_FAST_MATH`); each is null where it cannot be known (gpu and cuda on a CPU
+    run).
     """
     on_cuda = device.type == "cuda"
     return {
@@ -81,4 +85,5 @@ def collect_environment(device: torch.device) -> dict[str, Any]:
         "platform": platform.platform(),
         "git_revision": git_revision(Path(__file__).resolve().parent),
         "samu_packages": {name: _package_version(name) for name in SAMU_PACKAGES},
+        "samu_kernels_fast_math": samu_kernels.FAST_MATH_ENABLED,
     }

@@ -117,6 +117,7 @@ class ResidentRow:
         )
         self._optimizer = torch.optim.AdamW(trainable, fused=True, capturable=row.step_graph)
         self._graph: torch.cuda.CUDAGraph | None = None
+        self._capture_stream: torch.cuda.Stream | None = None
         self._device = device
         self._seed = seed
         self._inputs = _random_tensor(case.input_shape, seed, torch.float32).to(device)
@@ -159,27 +160,47 @@ class ResidentRow:
             torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         self.forward_backward_update()
 
-    def capture_step(self) -> None:
-        """Capture one whole step as a CUDA graph (step-graph rows, after warm-up).
+    def prepare_capture(self) -> None:
+        """Run one step on the stream the capture will use (step-graph rows, after warm-up).
 
-        One step runs on a side stream first, as capture requires of work that initialises
-        lazily per stream (cuBLAS workspaces); the capture itself runs nothing. Later calls
-        of :meth:`step` replay the graph: its gradients and temporaries live in the graph's
-        private memory pool, at the same addresses every replay.
+        Work that initialises lazily per stream (a cuBLAS workspace, for one) must have done
+        so on the capture stream before the capture, or it would allocate inside the graph.
 
         Raises:
-            BenchError: the row is not a step-graph row, or its step was captured already.
+            BenchError: the row is not a step-graph row, or it was captured already.
         """
-        if not self.row.step_graph or self._graph is not None:
-            raise BenchError(f"row {self.row.label}: only a step-graph row is captured, once")
+        if not self.row.step_graph:
+            raise BenchError(f"row {self.row.label}: only a step-graph row is captured")
+        if self._graph is not None:
+            raise BenchError(f"row {self.row.label}: the step was captured already")
         current = torch.cuda.current_stream(self._device)
-        side = torch.cuda.Stream(self._device)  # type: ignore[no-untyped-call]
-        side.wait_stream(current)
-        with torch.cuda.stream(side):
+        stream = torch.cuda.Stream(self._device)  # type: ignore[no-untyped-call]
+        stream.wait_stream(current)
+        with torch.cuda.stream(stream):
             self.step()
-        current.wait_stream(side)
+        current.wait_stream(stream)
+        self._capture_stream = stream
+
+    def capture_step(self) -> None:
+        """Capture one whole step as a CUDA graph, after :meth:`prepare_capture`.
+
+        The gradients are set to None first, so that the backward allocates them anew from
+        the graph's private memory pool; the capture itself runs nothing. Later calls of
+        :meth:`step` replay the graph: gradients and temporaries at the same addresses every
+        replay, written afresh (not accumulated).
+
+        Raises:
+            BenchError: :meth:`prepare_capture` did not run first, or the step was captured.
+        """
+        if self._capture_stream is None:
+            raise BenchError(
+                f"row {self.row.label}: prepare_capture() must run on the row before the capture"
+            )
+        if self._graph is not None:
+            raise BenchError(f"row {self.row.label}: the step was captured already")
+        self.clear_gradients()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=self._capture_stream):
             self.step()
         self._graph = graph
 
@@ -281,13 +302,22 @@ def _warmup_step(
     """
     skips = _cuda_graph_skips()
     reading = _read_around(meter, member.step)
-    if member.row.cuda_graphs and _cuda_graph_skips() > skips:
+    _refuse_skipped_graphs(case, member, skips)
+    return reading
+
+
+def _refuse_skipped_graphs(case: CaseSpec, member: ResidentRow, skips_before: int) -> None:
+    """Raise when Inductor skipped CUDA graphs for a `cuda_graphs` row since `skips_before`.
+
+    Raises:
+        BenchError: the row's step ran a graph without CUDA graphs (the message names it).
+    """
+    if member.row.cuda_graphs and _cuda_graph_skips() > skips_before:
         raise BenchError(
             f"case {case.name!r}, row {member.row.label}: torch.compile ran a graph without "
             "CUDA graphs (Inductor skipped them; TORCH_LOGS=perf_hints says why), so the row "
             "would not time what it names"
         )
-    return reading
 
 
 def _free_cached_memory(device: torch.device) -> None:
@@ -326,11 +356,12 @@ def measure_case(
     Raises:
         BenchError: a row failed to build, warm up or run (the message names it).
     """
-    _free_cached_memory(device)
     # The rows of a case are compiled afresh: the graphs of earlier cases would only count
     # against dynamo's recompile limit per function (8), past which a peer's graph-broken
-    # block silently ran eager in the third reference case on the H200.
+    # block silently ran eager in the third reference case on the H200. The reset also
+    # drops CUDAGraph Trees' memory pool, so it comes before the cached blocks are freed.
     torch.compiler.reset()
+    _free_cached_memory(device)
     case = plan.case
     timer = timer_for(device)
     meter = memory_meter_for(device)
@@ -352,6 +383,7 @@ def measure_case(
             records_graphs = member.row.cuda_graphs and round_index > 0
             with attributed_to(case, member.row):
                 if member.row.step_graph and round_index == own.warmup - 1:
+                    member.prepare_capture()
                     reading = _read_around(meter, member.capture_step)
                     member.step()  # the first replay, untimed
                 else:
@@ -372,7 +404,9 @@ def measure_case(
                 if baselines[row_index] is None:
                     baselines[row_index] = meter.current()
                 meter.reset_peak()
+            skips = _cuda_graph_skips()
             samples_ms[row_index].append(timer.time_ms(member.step))
+            _refuse_skipped_graphs(case, member, skips)
             if meter is not None:
                 peaks[row_index] = meter.peak().max(peaks[row_index])
         report(member.row, "sample", len(samples_ms[row_index]) - 1)

@@ -39,7 +39,7 @@ CPU_SMOKE_NOTICE = (
 
 
 def _case_plans_from_options(args: argparse.Namespace, *, on_cuda: bool) -> tuple[CasePlan, ...]:
-    """Cases from --case, size options (one custom case), --row, --compile, --cuda-graphs.
+    """Cases from --case, size options (one custom case), --row and the variant flags.
 
     --compile adds every row under `torch.compile` (`+compile`); --cuda-graphs adds it
     compiled and replayed from CUDA graphs (`+compile+cudagraphs`); --step-graphs adds it
@@ -130,10 +130,12 @@ def check_device(plans: tuple[CasePlan, ...], *, on_cuda: bool) -> None:
             )
         for row in plan.rows:
             if row.replays_graphs:
+                flag = "--cuda-graphs (cuda_graphs)"
+                if row.step_graph:
+                    flag = "--step-graphs (step_graph)"
                 raise BenchError(
                     f"case {plan.case.name!r}, row {row.label}: CUDA graphs need a CUDA GPU "
-                    "and none is available; drop --cuda-graphs / --step-graphs (cuda_graphs / "
-                    "step_graph) on a CPU"
+                    f"and none is available; drop {flag} on a CPU"
                 )
             if needs_cuda(row):
                 raise BenchError(

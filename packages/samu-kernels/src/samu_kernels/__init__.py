@@ -16,16 +16,22 @@ from samu_kernels.backends import (
     check_backend,
     parse_backend,
 )
+from samu_kernels.common.chunk import FAST_MATH
 from samu_kernels.controllers import CONTROLLERS, DEFAULT_CONTROLLER
 from samu_kernels.peers import register_linear_scan
 from samu_kernels.rglru import rglru_scan
 from samu_kernels.samu import samu_scan
 from samu_kernels.scan_output import ScanOutput
 
+FAST_MATH_ENABLED: bool = bool(FAST_MATH)
+"""Whether the compiled kernels use flush-to-zero transcendentals (`SAMU_KERNELS_FAST_MATH=1`
+at import; never under the interpreter)."""
+
 __all__ = [
     "CONTROLLERS",
     "DEFAULT_BACKENDS",
     "DEFAULT_CONTROLLER",
+    "FAST_MATH_ENABLED",
     "REFERENCE_FILE_ROWS",
     "VALID_TOKENS",
     "BackendNameError",

@@ -52,6 +52,7 @@ from pathlib import Path
 
 import torch
 
+from samu_kernels import FAST_MATH_ENABLED
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
 from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
@@ -289,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m samu_kernels.benchmark --out results.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
     parser.add_argument(
         "--sweep",
         action="store_true",
@@ -301,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="processes that compile the kernels before timing (default: CPUs, at most 16)",
     )
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.force:
+        parser.error(f"--out {args.out} exists; pass --force to overwrite it")
     if not torch.cuda.is_available():
         print("samu_kernels.benchmark needs a CUDA GPU")
         return 2
@@ -318,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             {
                 "device": torch.cuda.get_device_name(device),
                 "torch": torch.__version__,
+                "fast_math": FAST_MATH_ENABLED,
                 "copy_bandwidth_gbps": copy_gbps,
                 "default_backends": DEFAULT_BACKENDS,
                 "sweep": args.sweep,

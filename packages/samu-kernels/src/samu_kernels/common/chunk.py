@@ -20,10 +20,30 @@ Constexpr switches shared by all pieces:
   -expm1(2 log_a) (a polynomial near 0), and the sqrt's derivative from the sqrt itself;
   otherwise the transcendentals are evaluated as written (exp(2 log_a), a separate rsqrt).
 * ``HAS_RESETS``: document starts (decay 0, multiplier 1) from ``RESET`` [B, L] uint8.
+
+One module-level switch, read when the kernels are imported:
+
+* ``FAST_MATH`` (``SAMU_KERNELS_FAST_MATH=1``, compiled kernels only; experimental, off by
+  default until measured on a GPU): the per-row exponentials and reciprocals use libdevice's
+  flush-to-zero forms, one MUFU instruction plus a multiply, instead of ``tl.exp``'s and
+  the division's guarded forms (which rescale around denormal and huge arguments: 5 and 9
+  SASS instructions on sm_90). The results differ only where those guards act (denormal
+  outputs become 0) and by the approximations' 2 ulp. The interpreter has no libdevice, so
+  there the switch is always off.
 """
+
+import os
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
+
+FAST_MATH_ENV = "SAMU_KERNELS_FAST_MATH"
+"""Environment variable that turns :data:`FAST_MATH` on ("1"), read at import."""
+FAST_MATH: tl.constexpr = tl.constexpr(
+    os.environ.get(FAST_MATH_ENV) == "1" and os.environ.get("TRITON_INTERPRET") != "1"
+)
+LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
 GATES_PRECOMPUTED: tl.constexpr = tl.constexpr(0)
 GATES_RGLRU: tl.constexpr = tl.constexpr(1)
@@ -40,15 +60,27 @@ MIN_TWICE_SQRT: tl.constexpr = tl.constexpr(1e-3)
 
 
 @triton.jit
+def row_exp(x):
+    """exp(x) of a per-row value (flush-to-zero MUFU form under FAST_MATH)."""
+    return libdevice.exp2(x * LOG2E) if FAST_MATH else tl.exp(x)
+
+
+@triton.jit
+def reciprocal(x):
+    """1 / x of a per-row value (flush-to-zero MUFU form under FAST_MATH)."""
+    return libdevice.fast_dividef(1.0, x) if FAST_MATH else 1.0 / x
+
+
+@triton.jit
 def sigmoid(z, SHARED_SFU: tl.constexpr):
     # Triton compiles the statements after a return inside a constexpr `if`, so every
     # constexpr branch here and below assigns its result and the function returns once.
     if SHARED_SFU:
-        e = tl.exp(-tl.abs(z))
-        inv = 1.0 / (1.0 + e)
+        e = row_exp(-tl.abs(z))
+        inv = reciprocal(1.0 + e)
         result = tl.where(z >= 0, inv, e * inv)
     else:
-        result = 1.0 / (1.0 + tl.exp(-z))
+        result = reciprocal(1.0 + row_exp(-z))
     return result
 
 
@@ -183,10 +215,10 @@ def row_decay(
     valid = row_valid(t, offs_r, L)
     mask = col_mask & valid
     if GATE_MODE == GATES_PRECOMPUTED:
-        a = tl.exp(tl.load(GATE_A + offs, mask=mask, other=0.0))
+        a = row_exp(tl.load(GATE_A + offs, mask=mask, other=0.0))
     else:
         gate_decay, _ = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE, SHARED_SFU)
-        a = tl.exp(decay_scale * gate_decay)
+        a = row_exp(decay_scale * gate_decay)
     if HAS_RESETS:
         a = tl.where(row_is_start(RESET, b, t, offs_r, L, HAS_RESETS), 0.0, a)
     return tl.where(valid, a, 1.0)
@@ -287,7 +319,7 @@ def gates_of_row(
     if GATE_MODE == GATES_PRECOMPUTED:
         log_a = first
         x = second
-        a = tl.exp(log_a)
+        a = row_exp(log_a)
         zero = tl.zeros_like(x)
         a2 = zero
         m = zero
@@ -305,12 +337,12 @@ def gates_of_row(
             logits = w_x * u + b_x
         gate_in = sigmoid(logits, SHARED_SFU)
         log_a = decay_scale * gate_decay
-        a = tl.exp(log_a)
+        a = row_exp(log_a)
         if SHARED_SFU:
             a2 = a * a
             one_minus_a2 = _one_minus_exp(2.0 * log_a, a2)
         else:
-            a2 = tl.exp(2.0 * log_a)
+            a2 = row_exp(2.0 * log_a)
             one_minus_a2 = 1.0 - a2
         m = tl.sqrt(one_minus_a2)
         if HAS_RESETS:
@@ -726,9 +758,9 @@ def backward_chunk(
             else:
                 # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
                 if SHARED_SFU:
-                    d_sqrt = 1.0 / tl.maximum(2.0 * m, MIN_TWICE_SQRT)
+                    d_sqrt = reciprocal(tl.maximum(2.0 * m, MIN_TWICE_SQRT))
                 else:
-                    d_sqrt = 1.0 / tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z))
+                    d_sqrt = reciprocal(tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z)))
                 dh_m = dh * m
                 d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
                 d_log_a = tl.where(mask & (~start), d_log_a, 0.0)
