@@ -21,6 +21,8 @@ WIDE = (1, 50, 70)
 CASES = [
     # (architecture, backend, controller, shape, resets, h0)
     ("rglru", samu_kernels.DEFAULT_BACKENDS["rglru"], None, SHAPE, True, True),
+    # Two channels per thread (64-wide programs over 70 channels) and runs of two chunks:
+    ("rglru", samu_kernels.DEFAULT_BACKENDS["rglru"], None, WIDE, True, True),
     ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, SHAPE, True, True),
     ("rglru", "chunk16", None, SHAPE, True, False),
     ("rglru", "fused_output_grouped_prefix2_hierarchical_chunk8", None, WIDE, True, True),

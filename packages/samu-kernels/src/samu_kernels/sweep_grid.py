@@ -9,7 +9,8 @@ and, for the hierarchical backends, longer and shorter runs of chunks per progra
 more programs) and the one-pass chained passes (``chained=1``, also with runs twice as long:
 half the hops in series), or for the sequential ones two pipeline stages and half-warp rows
 (the only ways they get more loads in flight). ``chunks_per_program`` is a runtime argument
-(no recompilation); the other knobs each compile new kernels.
+(no recompilation); the other knobs each compile new kernels. The hierarchical grid also
+holds the heuristic's other channels-per-thread choice (``light_passes``).
 """
 
 from __future__ import annotations
@@ -29,14 +30,20 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
     if spec.chunk is None:
         raise ValueError(f"backend must be a Triton backend, got {backend!r}")
     batch, length, width = shape
-    base = heuristic_tile(
-        batch,
-        length,
-        width,
-        spec.chunk,
-        hierarchical=spec.hierarchical,
-        multiprocessors=multiprocessors,
-    )
+    chunk = spec.chunk
+
+    def heuristic(light_passes: bool) -> Tile:
+        return heuristic_tile(
+            batch,
+            length,
+            width,
+            chunk,
+            hierarchical=spec.hierarchical,
+            multiprocessors=multiprocessors,
+            light_passes=light_passes,
+        )
+
+    base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
     fewer_rows = replace(base, unroll=max(1, base.unroll // 2))
     candidates = [
         base,
@@ -48,6 +55,7 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
     if spec.hierarchical:
         runs = base.chunks_per_program
         candidates += [
+            heuristic(not spec.fused),  # the other channels-per-thread choice
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
             replace(fewer_rows, chunks_per_program=max(1, runs // 2)),

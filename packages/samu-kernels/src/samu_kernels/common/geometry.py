@@ -47,6 +47,12 @@ with runs of 16 chunks was 14 % faster), 1.2-1.6x faster than 16 rows at 16 warp
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
+LIGHT_PASS_CHANNELS_PER_THREAD = 2
+"""Channels per thread of hierarchical passes light enough in registers to hold two (the
+fused RG-LRU gates: 80 registers at 8 rows), with runs twice as long: in the H200 sweep of
+2026-12-03 that was 14 % faster on [1, 32768, 2048] (1.308 vs 1.513 ms), equal on
+[1, 8192, 2560] and 2 % slower on [4, 2048, 2048] for RG-LRU, and 16-30 % slower for SAMU
+(whose backward pass holds 110 registers at one channel per thread)."""
 
 _KEYS = {
     "block_r": "block_r",
@@ -86,7 +92,14 @@ def _power_of_two_at_least(value: int) -> int:
 
 
 def heuristic_tile(
-    batch: int, length: int, width: int, chunk: int, *, hierarchical: bool, multiprocessors: int
+    batch: int,
+    length: int,
+    width: int,
+    chunk: int,
+    *,
+    hierarchical: bool,
+    multiprocessors: int,
+    light_passes: bool = False,
 ) -> Tile:
     """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
 
@@ -98,7 +111,11 @@ def heuristic_tile(
     each program a run of up to MAX_CHUNKS_PER_PROGRAM consecutive chunks, sized so that
     about HIERARCHICAL_WARPS_PER_SM programs per multiprocessor remain, and walk
     HIERARCHICAL_UNROLL rows at a time. One pipeline stage: the unrolled rows' loads are
-    issued together, and many resident warps keep enough of them in flight.
+    issued together, and many resident warps keep enough of them in flight. ``light_passes``
+    (hierarchical passes with registers to spare: the fused RG-LRU gates) gives a program of
+    32 channels, when the width has more, LIGHT_PASS_CHANNELS_PER_THREAD channels per thread
+    and runs as many times longer, so a quarter of the programs each keep more loads in
+    flight.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -112,6 +129,9 @@ def heuristic_tile(
         runs = max(1, -(-target_programs // channel_programs))
         chunks_per_program = max(1, min(MAX_CHUNKS_PER_PROGRAM, n_chunks // runs))
         unroll = HIERARCHICAL_UNROLL
+        if light_passes and block_r == CHANNELS_PER_WARP < width:
+            block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
+            chunks_per_program *= LIGHT_PASS_CHANNELS_PER_THREAD
     return Tile(
         block_r=block_r,
         num_warps=1,
@@ -156,11 +176,24 @@ def parse_tile_override(text: str) -> dict[str, int]:
 
 
 def choose_tile(
-    batch: int, length: int, width: int, chunk: int, *, hierarchical: bool, multiprocessors: int
+    batch: int,
+    length: int,
+    width: int,
+    chunk: int,
+    *,
+    hierarchical: bool,
+    multiprocessors: int,
+    light_passes: bool = False,
 ) -> Tile:
     """:func:`heuristic_tile` with the ``SAMU_KERNELS_TILE`` override applied."""
     tile = heuristic_tile(
-        batch, length, width, chunk, hierarchical=hierarchical, multiprocessors=multiprocessors
+        batch,
+        length,
+        width,
+        chunk,
+        hierarchical=hierarchical,
+        multiprocessors=multiprocessors,
+        light_passes=light_passes,
     )
     override = os.environ.get(TILE_ENV, "")
     return replace(tile, **parse_tile_override(override)) if override else tile

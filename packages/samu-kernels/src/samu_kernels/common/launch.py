@@ -141,6 +141,7 @@ class _Geometry:
             config.chunk,
             hierarchical=config.hierarchical,
             multiprocessors=_multiprocessors(u.device),
+            light_passes=config.gate_mode == GateMode.RGLRU,
         )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
