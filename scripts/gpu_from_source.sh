@@ -19,6 +19,7 @@
 #   mlp         scripts/bench_mlp_backward.py                     (OUT/mlp.json)
 #   ablation    scripts/ablate_block.py                           (OUT/ablation.json)
 # A failed or timed-out stage is recorded and the next one runs. OUT/DONE marks the end.
+# LIMIT_<stage>=SECONDS overrides a stage's time limit (LIMIT_tests=180), to fit one device call.
 set -u
 [ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
 out=$1; shift
@@ -43,7 +44,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt
 python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.version.cuda)" >> "$out/gpu.txt" 2>&1
 
 run_stage() {  # NAME LIMIT_S COMMAND...
-    local name=$1 limit=$2 started
+    local name=$1 limit_override="LIMIT_$1" limit started
+    limit=${!limit_override:-$2}
     shift 2
     started=$(date +%s)
     echo "=== $name (limit ${limit}s) $(date -u +%T)" | tee -a "$out/summary"

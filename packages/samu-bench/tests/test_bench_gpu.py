@@ -12,7 +12,7 @@ import torch
 import samu_schema
 from samu_bench import CasePlan, CaseSpec, ProtocolSettings, default_rows, measure_case
 from samu_bench.cli import main
-from samu_bench.protocol import ResidentRow
+from samu_bench.protocol import CUDA_GRAPH_MEMORY_NOTE, ResidentRow
 
 pytestmark = [
     pytest.mark.gpu,
@@ -117,7 +117,7 @@ def test_cuda_graph_rows_read_memory_from_the_recording_on_gpu() -> None:
         compiled_row = by_backend[row.backend + "+compile"]
         assert graph_row["cuda_graphs"] is True
         assert compiled_row["cuda_graphs"] is False
-        assert "recorded the CUDA graphs" in graph_row["memory_measured_in"]
+        assert graph_row["memory_measured_in"] == CUDA_GRAPH_MEMORY_NOTE
         recorded = graph_row["peak_allocated_delta_bytes"]
         # The recording allocates what the compiled step does, plus what capture allocates once
         # (e.g. a cuBLAS workspace for the capture stream, tens of MiB: most of it at this size);

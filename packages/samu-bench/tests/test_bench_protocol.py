@@ -65,6 +65,7 @@ class Recorder:
         compiled: bool = False,
         sample_limit: SampleLimit | None = None,
         step_graph: bool = False,
+        cuda_graphs: bool = False,
     ) -> Row:
         """A row (architecture "test", backend `name`) building a `RecordingModule`."""
 
@@ -81,6 +82,7 @@ class Recorder:
             build_module=build,
             sample_limit=sample_limit,
             step_graph=step_graph,
+            cuda_graphs=cuda_graphs,
         )
 
 
@@ -119,15 +121,21 @@ class CountingTimer:
 
 
 class ScriptedMeter:
-    """Logs baseline reads and peak resets; peaks come from a script."""
+    """Logs baseline reads and peak resets; peaks (and baselines, if given) come from scripts."""
 
-    def __init__(self, log: list[str], peaks: Iterator[MemoryReading]) -> None:
+    def __init__(
+        self,
+        log: list[str],
+        peaks: Iterator[MemoryReading],
+        baselines: Iterator[MemoryReading] | None = None,
+    ) -> None:
         self._log = log
         self._peaks = peaks
+        self._baselines = baselines
 
     def current(self) -> MemoryReading:
         self._log.append("baseline")
-        return MemoryReading(1000, 2000)
+        return MemoryReading(1000, 2000) if self._baselines is None else next(self._baselines)
 
     def reset_peak(self) -> None:
         self._log.append("reset")
@@ -285,6 +293,42 @@ def test_step_graph_rows_read_memory_from_the_capture(
     assert (row["peak_allocated_delta_bytes"], row["peak_reserved_delta_bytes"]) == (900, 500)
     assert row["memory_measured_in"] == protocol_module.STEP_GRAPH_MEMORY_NOTE
     assert row["replay_peak_allocated_delta_bytes"] == 20
+
+
+def test_cuda_graph_rows_read_memory_above_the_steady_state(
+    tiny_case: CaseSpec, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The recording step starts while the previous warm-up generation's tensors are still
+    # held (baseline 1500); its peak counts above the steady state of the timed samples (1000).
+    monkeypatch.setattr(torch, "compile", lambda entry, mode: entry)
+    baselines = iter(
+        [
+            MemoryReading(1000, 2000),  # warm-up 0: compilation and Inductor's warm-up run
+            MemoryReading(1500, 2600),  # warm-up 1: the recording
+            MemoryReading(1000, 2600),  # warm-up 2: a replay
+            MemoryReading(1000, 2600),  # before the first timed sample
+        ]
+    )
+    peaks = iter(
+        [
+            MemoryReading(1400, 2600),  # compilation and warm-up run
+            MemoryReading(1600, 2600),  # the recording
+            MemoryReading(1000, 2600),  # the replay
+            MemoryReading(1010, 2600),  # sample 0
+            MemoryReading(1000, 2600),  # sample 1
+        ]
+    )
+    meter = ScriptedMeter(recorder.log, peaks, baselines)
+    monkeypatch.setattr(protocol_module, "memory_meter_for", lambda device: meter)
+    plan = CasePlan(tiny_case, (recorder.row("a", compiled=True, cuda_graphs=True),))
+    entry = measure_case(plan, ProtocolSettings(samples=2, warmup=3), CPU)
+
+    [row] = entry["rows"]
+    assert row["backend"] == "a+compile+cudagraphs"
+    assert (row["baseline_allocated_bytes"], row["peak_allocated_bytes"]) == (1000, 1600)
+    assert row["peak_allocated_delta_bytes"] == 600
+    assert row["memory_measured_in"] == protocol_module.CUDA_GRAPH_MEMORY_NOTE
+    assert row["replay_peak_allocated_delta_bytes"] == 10
 
 
 def test_only_a_prepared_step_graph_row_is_captured(

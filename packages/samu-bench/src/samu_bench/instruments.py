@@ -66,6 +66,14 @@ class MemoryReading:
             max(self.allocated, other.allocated), max(self.reserved, other.reserved)
         )
 
+    def min(self, other: MemoryReading | None) -> MemoryReading:
+        """The field-wise minimum of two readings (`other` None: this one)."""
+        if other is None:
+            return self
+        return MemoryReading(
+            min(self.allocated, other.allocated), min(self.reserved, other.reserved)
+        )
+
 
 class CudaMemoryMeter:
     """Reads `torch.cuda` memory statistics of one device."""

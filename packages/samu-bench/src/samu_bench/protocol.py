@@ -244,13 +244,16 @@ def _no_compilation(case: CaseSpec, row: Row) -> Iterator[None]:
 
 
 CUDA_GRAPH_MEMORY_NOTE = (
-    "the warm-up step that recorded the CUDA graphs (its largest peak allocated delta): "
-    "a replay makes no allocator calls, so the timed samples cannot see the step's memory"
+    "the warm-up steps, which compile, run Inductor's warm-up in the graphs' pool and record "
+    "the CUDA graphs (the largest peak allocated delta, above the lower of the allocations "
+    "before that step and before the first timed sample): a replay makes no allocator "
+    "calls, so the timed samples cannot see the step's memory"
 )
 """The `memory_measured_in` extra of a row replayed from torch.compile's CUDA graphs."""
 
 STEP_GRAPH_MEMORY_NOTE = (
-    "the capture of the whole step's CUDA graph: a replay makes no allocator calls, so the "
+    "the capture of the whole step's CUDA graph (above the lower of the allocations before "
+    "it and before the first timed sample): a replay makes no allocator calls, so the "
     "timed samples cannot see the step's memory"
 )
 """The `memory_measured_in` extra of a step-graph row."""
@@ -269,9 +272,22 @@ class StepMemory:
         return self.peak.allocated - self.baseline.allocated
 
 
-def _larger(kept: StepMemory | None, new: StepMemory) -> StepMemory:
-    """Of two step readings, the one with the larger peak allocated delta."""
-    return new if kept is None or new.allocated_delta > kept.allocated_delta else kept
+def _graph_step_memory(
+    readings: Sequence[StepMemory], steady: MemoryReading | None
+) -> StepMemory | None:
+    """The reading of the step that made a row's graphs, against the row's steady state.
+
+    Each step's peak is read above the lower of its own baseline and `steady` (the
+    allocation before the row's first timed sample): before a recording, CUDAGraph Trees may
+    still hold the previous warm-up generation's tensors, which the recording then reuses
+    (on the H200, at a small shape whose compiled step allocates 7.4 MB, the recording
+    alone read 0 over its own baseline and 4.0 MB over the steady state). Of the steps, the
+    one with the largest such delta; None when there are no readings.
+    """
+    against_steady = [
+        StepMemory(reading.baseline.min(steady), reading.peak) for reading in readings
+    ]
+    return max(against_steady, key=lambda reading: reading.allocated_delta, default=None)
 
 
 def _cuda_graph_skips() -> int:
@@ -345,9 +361,11 @@ def measure_case(
     Elsewhere the clock is `time.perf_counter` and the memory fields are null.
 
     Rows that replay CUDA graphs make no allocator calls in their samples, so their memory
-    fields come from where the graphs were made: a `cuda_graphs` row's warm-up step (after
-    the first) with the largest peak allocated delta (the recording), a `step_graph` row's
-    capture, which takes the place of its last warm-up step (then one untimed replay).
+    fields come from where the graphs were made: the `cuda_graphs` row's warm-up step with
+    the largest peak allocated delta (compilation, Inductor's warm-up run and the recording:
+    conservative, since the first may count compile-time buffers), a `step_graph` row's
+    capture, which takes the place of its last warm-up step (then one untimed replay); both
+    above the lower of the allocations before that step and before the first timed sample.
 
     Returns:
         A JSON-ready dict `{case, batch, length, config, rows[, skipped_rows]}` of the
@@ -375,21 +393,20 @@ def measure_case(
         with attributed_to(case, row):
             resident.append(ResidentRow(case, row, device, settings.seed))
     row_settings = [settings.for_row(member.row) for member in resident]
-    recordings: list[StepMemory | None] = [None] * len(resident)
+    graph_steps: list[list[StepMemory]] = [[] for _ in resident]
     for round_index in range(max(own.warmup for own in row_settings)):
         for row_index, (member, own) in enumerate(zip(resident, row_settings, strict=True)):
             if round_index >= own.warmup:
                 continue
-            records_graphs = member.row.cuda_graphs and round_index > 0
             with attributed_to(case, member.row):
                 if member.row.step_graph and round_index == own.warmup - 1:
                     member.prepare_capture()
                     reading = _read_around(meter, member.capture_step)
                     member.step()  # the first replay, untimed
                 else:
-                    reading = _warmup_step(case, member, meter if records_graphs else None)
+                    reading = _warmup_step(case, member, meter if member.row.cuda_graphs else None)
             if reading is not None:
-                recordings[row_index] = _larger(recordings[row_index], reading)
+                graph_steps[row_index].append(reading)
             report(member.row, "warmup", round_index)
 
     samples_ms: list[list[float]] = [[] for _ in resident]
@@ -412,9 +429,10 @@ def measure_case(
         report(member.row, "sample", len(samples_ms[row_index]) - 1)
 
     rows = []
-    for member, samples, baseline, peak, recording in zip(
-        resident, samples_ms, baselines, peaks, recordings, strict=True
+    for member, samples, baseline, peak, readings in zip(
+        resident, samples_ms, baselines, peaks, graph_steps, strict=True
     ):
+        recording = _graph_step_memory(readings, baseline)
         if recording is None:
             rows.append(row_entry(member.row, samples, member.parameters, baseline, peak, settings))
             continue
