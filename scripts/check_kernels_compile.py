@@ -43,8 +43,10 @@ os.environ.pop("TRITON_INTERPRET", None)  # must precede the first triton import
 
 import torch
 import triton
+from triton._C.libtriton import native_specialize_impl
 from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia import compiler as nvidia_compiler
+from triton.backends.nvidia.compiler import CUDABackend
 from triton.compiler import ASTSource
 from triton.compiler.compiler import CompiledKernel
 from triton.runtime.jit import JITFunction
@@ -61,17 +63,6 @@ DEFAULT_BACKENDS = (
     "fused_write_chunk64",
     "chunk16",
 )
-POINTER_TYPES = {
-    torch.float32: "*fp32",
-    torch.bfloat16: "*bf16",
-    torch.float16: "*fp16",
-    torch.float64: "*fp64",
-    torch.int64: "*i64",
-    torch.int32: "*i32",
-    torch.int8: "*i8",
-    torch.uint8: "*u8",
-    torch.bool: "*i1",
-}
 SHAPE = (2, 40, 24)
 CUOBJDUMP = Path(nvidia_compiler.__file__).parent / "bin" / "cuobjdump"
 
@@ -144,13 +135,28 @@ class Compiler:
         bound.update({k: v for k, v in kwargs.items() if k in names})
         signature: dict[str, str] = {}
         constants: dict[tuple[int], object] = {}
+        attrs: dict[tuple[int], list[list[object]]] = {}
         for index, param in enumerate(fn.params):
             value = bound.get(param.name, param.default)
             if param.is_constexpr or value is None:
                 signature[param.name] = "constexpr"
                 constants[(index,)] = value
-            else:
-                signature[param.name] = _argument_type(param.name, value)
+                continue
+            # Specialized as the JIT does at a launch: an integer equal to 1 becomes a
+            # constant; integers divisible by 16 and 16-byte aligned pointers carry
+            # tt.divisibility, which lets the compiler vectorize loads and stores.
+            kind, key = native_specialize_impl(
+                CUDABackend,
+                value,
+                param.is_const,
+                not param.do_not_specialize,
+                not param.do_not_specialize_on_alignment,
+            )
+            signature[param.name] = kind
+            if kind == "constexpr":
+                constants[(index,)] = key
+            elif key:
+                attrs[(index,)] = CUDABackend.parse_attr(key)
         options = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
         key = (fn.__name__, tuple(signature.items()), repr(constants), tuple(options.items()))
         if key in self.compiled:
@@ -158,7 +164,7 @@ class Compiler:
         self.compiled.add(key)
         try:
             compiled = triton.compile(
-                ASTSource(fn, signature, constants), target=TARGET, options=options
+                ASTSource(fn, signature, constants, attrs), target=TARGET, options=options
             )
         except Exception as error:  # every compiler error is reported
             last = str(error).strip().splitlines()[-1:] or [repr(error)]
@@ -202,18 +208,6 @@ def store_then_load_count(ptx: str) -> int:
         elif op.startswith("st.global"):
             last = "st"
     return turns
-
-
-def _argument_type(name: str, value: object) -> str:
-    if isinstance(value, torch.Tensor):
-        return POINTER_TYPES[value.dtype]
-    if isinstance(value, bool):
-        return "i1"
-    if isinstance(value, int):
-        return "i64" if abs(value) >= 2**31 else "i32"
-    if isinstance(value, float):
-        return "fp32"
-    raise TypeError(f"{name}: cannot type a kernel argument of type {type(value).__name__}")
 
 
 def intercept_launches(compiler: Compiler) -> None:

@@ -38,6 +38,7 @@ from samu_kernels.common.chunk import (
     forward_chunk,
     reverse_chunk_summary,
     row_decay,
+    row_offsets,
     state_offsets,
     store_partials,
 )
@@ -81,7 +82,7 @@ def forward_sequential_kernel(
     FINAL,
     SAVED,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
@@ -236,7 +237,7 @@ def run_summary_kernel(
     SUM_A,
     SUM_B,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
@@ -271,7 +272,7 @@ def prefix_kernel(
     INIT,
     CARRY,
     FINAL,
-    R,
+    R: tl.constexpr,
     n_summaries,
     G: tl.constexpr,
     BLOCK_R: tl.constexpr,
@@ -339,7 +340,7 @@ def forward_runs_kernel(
     OUT,
     SAVED,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
@@ -404,7 +405,7 @@ def forward_chained_kernel(
     FLAG,
     TICKET,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
@@ -488,7 +489,7 @@ def backward_sequential_kernel(
     D_H0,
     PARTIAL,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
@@ -611,8 +612,8 @@ def _reverse_run_summary(
     """(decay product, dL/dh at the first row from a zero carry) of chunks [first, last),
     walked from the last row."""
     a_next = row_decay(
-        U, GATE_A, RESET, b, last * T, offs_r, col_mask, L, R, decay_scale, w_a, b_a,
-        GATE_MODE, SHARED_SFU, HAS_RESETS,
+        U, GATE_A, RESET, b, last * T, row_offsets(b, last * T, offs_r, L, R), offs_r, col_mask,
+        L, decay_scale, w_a, b_a, GATE_MODE, SHARED_SFU, HAS_RESETS,
     )  # fmt: skip
     run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
     run_grad = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
@@ -637,7 +638,7 @@ def reverse_run_summary_kernel(
     SUM_A,
     SUM_B,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
@@ -722,8 +723,8 @@ def _backward_run(
     acc_skip = zero
     first, last = _run_chunks(run, chunks_per_program, n_chunks)
     a_next = row_decay(
-        U, GATE_A, RESET, b, last * T, offs_r, col_mask, L, R, decay_scale, w_a, b_a,
-        GATE_MODE, SHARED_SFU, HAS_RESETS,
+        U, GATE_A, RESET, b, last * T, row_offsets(b, last * T, offs_r, L, R), offs_r, col_mask,
+        L, decay_scale, w_a, b_a, GATE_MODE, SHARED_SFU, HAS_RESETS,
     )  # fmt: skip
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
         dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
@@ -762,7 +763,7 @@ def backward_runs_kernel(
     D_H0,
     PARTIAL,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
@@ -813,7 +814,7 @@ def backward_chained_kernel(
     FLAG,
     TICKET,
     L,
-    R,
+    R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
