@@ -10,6 +10,8 @@
 #   tests       pytest -m gpu on the packages with GPU tests (PYTEST_SELECT=EXPR: -k EXPR)
 #   sweep       python -m samu_kernels.benchmark --sweep          (OUT/sweep.json)
 #   kernels     python -m samu_kernels.benchmark                  (OUT/kernels.json)
+#   kernels_base  the same from the packages of .gpu/base, a baseline tree for A/B in one call
+#               (git worktree add .gpu/base REV; carry .gpu/base)  (OUT/kernels_base.json)
 #   fast_math   the same twice, SAMU_KERNELS_FAST_MATH=0 then 1   (OUT/fast_math_{0,1}.json)
 #   peers       samu-bench run --compile --peers                  (OUT/peers.json)
 #   default_set samu-bench run --compile --cuda-graphs --step-graphs  (OUT/default_set.json)
@@ -23,7 +25,7 @@
 set -u
 [ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
 out=$1; shift
-stages="tests sweep kernels fast_math peers default_set short_best graphs profile mlp ablation"
+stages="tests sweep kernels kernels_base fast_math peers default_set short_best graphs profile mlp ablation"
 for stage in "$@"; do
     case " $stages " in
         *" $stage "*) ;;
@@ -32,12 +34,17 @@ for stage in "$@"; do
 done
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
+wheels=""
 if [ -d .whl ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl > "$out/pip.log" 2>&1 || echo "pip install failed" >> "$out/summary"
-    export PYTHONPATH=/tmp/site
+    wheels=/tmp/site:
 fi
-export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(echo "$PWD"/packages/*/src | tr ' ' :)
+sources_of() {  # TREE: its packages' source folders, as a PYTHONPATH
+    echo "$wheels$(echo "$1"/packages/*/src | tr ' ' :)"
+}
+export PYTHONPATH
+PYTHONPATH=$(sources_of "$PWD")
 export PYTHONUNBUFFERED=1
 export SAMU_GIT_REVISION=${SAMU_GIT_REVISION:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
@@ -61,6 +68,14 @@ for stage in "$@"; do
             ${PYTEST_SELECT:+-k "$PYTEST_SELECT"} packages/samu-{kernels,modules,bench} ;;
         sweep) run_stage sweep 480 python3 -m samu_kernels.benchmark --sweep --out "$out/sweep.json" ;;
         kernels) run_stage kernels 300 python3 -m samu_kernels.benchmark --out "$out/kernels.json" ;;
+        kernels_base)
+            if [ -d .gpu/base/packages ]; then
+                run_stage kernels_base 300 env PYTHONPATH="$(sources_of "$PWD/.gpu/base")" \
+                    python3 -m samu_kernels.benchmark --out "$out/kernels_base.json"
+            else
+                echo "=== kernels_base: no .gpu/base/packages (git worktree add .gpu/base REV)" \
+                    | tee -a "$out/summary"
+            fi ;;
         fast_math)
             for switch in 0 1; do
                 run_stage "fast_math_$switch" 300 env SAMU_KERNELS_FAST_MATH=$switch python3 \
