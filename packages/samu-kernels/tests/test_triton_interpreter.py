@@ -17,6 +17,10 @@ from samu_kernels.common.geometry import TILE_ENV
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
 WIDE = (1, 50, 70)
+# L a multiple of every chunk and R of every channel block: the kernels drop their row and
+# column masks (FULL_CHUNKS, a constant column mask), so the edges of the tensors are the
+# check.
+EVEN = (1, 64, 64)
 
 CASES = [
     # (architecture, backend, controller, shape, resets, h0)
@@ -40,6 +44,10 @@ CASES = [
     ),
     ("samu", "hierarchical_chunk8", "reference", SHAPE, True, True),
     ("samu", "fused_output_fused_write_chunk16", "reference", WIDE, True, True),
+    ("rglru", samu_kernels.DEFAULT_BACKENDS["rglru"], None, EVEN, True, True),
+    ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, EVEN, False, True),
+    ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", EVEN, True, False),
+    ("samu", samu_kernels.REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", EVEN, True, True),
 ]
 
 

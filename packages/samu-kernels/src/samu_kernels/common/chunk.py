@@ -20,6 +20,9 @@ Constexpr switches shared by all pieces:
   -expm1(2 log_a) (a polynomial near 0), and the sqrt's derivative from the sqrt itself;
   otherwise the transcendentals are evaluated as written (exp(2 log_a), a separate rsqrt).
 * ``HAS_RESETS``: document starts (decay 0, multiplier 1) from ``RESET`` [B, L] uint8.
+* ``FULL_CHUNKS``: L is a multiple of T, so every row of every chunk is in the sequence and
+  the rows need no bounds mask (8-10 % of the hierarchical passes' SASS on sm_90); the one
+  row past a run, whose decay :func:`row_decay` reads, is still checked.
 
 One module-level switch, read when the kernels are imported:
 
@@ -243,6 +246,7 @@ def load_row(
     L,
     GATE_MODE: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
 ):
     """The raw inputs of row ``t`` (element offsets ``offs``, :func:`row_offsets`) as fp32
     [BLOCK_R] vectors, for :func:`gates_of_row`.
@@ -253,7 +257,7 @@ def load_row(
     that a block of rows issues all its loads before any store (a store may alias a later
     load, so the compiler never hoists loads above one).
     """
-    mask = col_mask & row_valid(t, offs_r, L)
+    mask = col_mask if FULL_CHUNKS else col_mask & row_valid(t, offs_r, L)
     start = row_is_start(RESET, b, t, offs_r, L, HAS_RESETS)
     if GATE_MODE == GATES_PRECOMPUTED:
         first = tl.load(GATE_A + offs, mask=mask, other=0.0)
@@ -285,6 +289,7 @@ def load_block(
     UNROLL: tl.constexpr,
     GATE_MODE: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
 ):
     """:func:`load_row` of rows t0 .. t0 + UNROLL - 1: a tuple of UNROLL row tuples, every
     load issued before the caller's first store."""
@@ -294,7 +299,7 @@ def load_block(
         # Triton's frontend builds tuples with +, not with unpacking.
         rows = rows + (  # type: ignore[assignment]  # noqa: RUF005
             load_row(U, GATE_X, GATE_A, RESET, b, t0 + k, offs0 + k * R, offs_r, col_mask, L,
-                     GATE_MODE, HAS_RESETS),
+                     GATE_MODE, HAS_RESETS, FULL_CHUNKS),
         )  # fmt: skip
     return rows
 
@@ -423,6 +428,7 @@ def forward_chunk(
     UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     WRITE_CHECKPOINT: tl.constexpr,
     SAVE_STATES: tl.constexpr,
 ):
@@ -433,8 +439,9 @@ def forward_chunk(
     for block in range(T // UNROLL):
         t0 = chunk * T + block * UNROLL
         rows = load_block(
-            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL, GATE_MODE, HAS_RESETS
-        )
+            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL,
+            GATE_MODE, HAS_RESETS, FULL_CHUNKS,
+        )  # fmt: skip
         offs0 = row_offsets(b, t0, offs_r, L, R)
         extras = ()
         for k in tl.static_range(UNROLL):
@@ -488,13 +495,14 @@ def chunk_summary(
     UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
 ):
     """Extend a run summary s -> run_decay s + run_state by one chunk (each [BLOCK_R]):
     returns the updated (run_decay, run_state)."""
     for block in range(T // UNROLL):
         rows = load_block(
             U, GATE_X, GATE_A, RESET, b, chunk * T + block * UNROLL, offs_r, col_mask, L, R,
-            UNROLL, GATE_MODE, HAS_RESETS,
+            UNROLL, GATE_MODE, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
         for k in tl.static_range(UNROLL):
             first, second, third, start, mask = rows[k]
@@ -543,6 +551,7 @@ def reverse_chunk_summary(
     UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
 ):
     """Extend a reverse summary c -> run_decay c + run_grad (dL/dh at the first row after
     the chunk from the carry c) backwards over one chunk, last row first.
@@ -556,9 +565,8 @@ def reverse_chunk_summary(
         for k in tl.static_range(UNROLL):
             t = t_top - k
             offs = offs_top - k * R
-            _d_out, _y, g = output_grad(
-                Y, GRAD_OUT, offs, col_mask & row_valid(t, offs_r, L), OUT_MODE
-            )
+            mask = col_mask if FULL_CHUNKS else col_mask & row_valid(t, offs_r, L)
+            _d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
             run_grad = g + a_next * run_grad
             run_decay = a_next * run_decay
             a_next = row_decay(
@@ -607,6 +615,7 @@ def recompute_chunk_states(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
 ):
     """Rerun a chunk from its checkpoint (SAVED [B, n_chunks, R]) and write its states h_t
     as rows 0..T-1 of this program's SCRATCH [T, BLOCK_R] (each thread rereads only what it
@@ -616,7 +625,7 @@ def recompute_chunk_states(
     for block in range(T // UNROLL):
         rows = load_block(
             U, GATE_X, GATE_A, RESET, b, chunk * T + block * UNROLL, offs_r, col_mask, L, R,
-            UNROLL, GATE_MODE, HAS_RESETS,
+            UNROLL, GATE_MODE, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
         for k in tl.static_range(UNROLL):
             i = block * UNROLL + k
@@ -683,6 +692,7 @@ def backward_chunk(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
 ):
     """Backward of one chunk, last row first, given ``dh`` = dL/dh at the next chunk's first
@@ -720,6 +730,7 @@ def backward_chunk(
             BLOCK_R,
             SHARED_SFU,
             HAS_RESETS,
+            FULL_CHUNKS,
         )
     lanes = tl.arange(0, BLOCK_R)
     for block in range(T // UNROLL):
@@ -727,8 +738,9 @@ def backward_chunk(
         i0 = T - (block + 1) * UNROLL
         t0 = chunk * T + i0
         rows = load_block(
-            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL, GATE_MODE, HAS_RESETS
-        )
+            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL,
+            GATE_MODE, HAS_RESETS, FULL_CHUNKS,
+        )  # fmt: skip
         offs0 = row_offsets(b, t0, offs_r, L, R)
         extras = ()
         for k in tl.static_range(UNROLL):

@@ -61,11 +61,14 @@ def last_row(x, G: tl.constexpr):
 
 
 @triton.jit
-def _program_channels(pid, R, BLOCK_R: tl.constexpr):
+def _program_channels(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
+    """(batch row, channels [BLOCK_R], their in-bounds mask) of program ``pid``; the mask is
+    a constant when BLOCK_R divides R, so that no row pays for it."""
     n_rb = tl.cdiv(R, BLOCK_R)
     b = pid // n_rb
     offs_r = (pid % n_rb) * BLOCK_R + tl.arange(0, BLOCK_R)
-    return b, offs_r, offs_r < R
+    col_mask = tl.full([BLOCK_R], True, tl.int1) if R % BLOCK_R == 0 else offs_r < R
+    return b, offs_r, col_mask
 
 
 @triton.jit
@@ -91,6 +94,7 @@ def forward_sequential_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     HAS_H0: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
@@ -135,6 +139,7 @@ def forward_sequential_kernel(
             UNROLL,
             SHARED_SFU,
             HAS_RESETS,
+            FULL_CHUNKS,
             FUSED_WRITE,
             not FUSED_WRITE,
         )
@@ -171,6 +176,7 @@ def _run_summary(
     UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     """(decay product, end state from zero) of chunks [first, last)."""
@@ -180,6 +186,7 @@ def _run_summary(
         run_decay, run_state = chunk_summary(
             U, GATE_X, GATE_A, RESET, b, chunk, run_decay, run_state, offs_r, col_mask, L, R,
             decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS,
+            FULL_CHUNKS,
         )  # fmt: skip
     return run_decay, run_state
 
@@ -214,6 +221,7 @@ def _forward_run(
     UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
@@ -222,7 +230,7 @@ def _forward_run(
         h = forward_chunk(
             U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, chunk, h, offs_r, col_mask, L, R,
             n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
-            SHARED_SFU, HAS_RESETS, FUSED_WRITE, not FUSED_WRITE,
+            SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, not FUSED_WRITE,
         )  # fmt: skip
 
 
@@ -248,6 +256,7 @@ def run_summary_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     """Summary of a run of chunks: s -> SUM_A s + SUM_B (decay product, end state from 0)."""
@@ -258,7 +267,7 @@ def run_summary_kernel(
     first, last = _run_chunks(tl.program_id(1), chunks_per_program, n_chunks)
     run_decay, run_state = _run_summary(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
-        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
     )  # fmt: skip
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
@@ -351,6 +360,7 @@ def forward_runs_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
@@ -366,7 +376,7 @@ def forward_runs_kernel(
     _forward_run(
         U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, first, last, h, offs_r, col_mask, L, R,
         n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
-        SHARED_SFU, HAS_RESETS, FUSED_WRITE, NUM_STAGES,
+        SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, NUM_STAGES,
     )  # fmt: skip
 
 
@@ -416,6 +426,7 @@ def forward_chained_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     HAS_H0: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
@@ -439,7 +450,7 @@ def forward_chained_kernel(
     first, last = _run_chunks(run, chunks_per_program, n_chunks)
     run_decay, run_state = _run_summary(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
-        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
     )  # fmt: skip
     if run == 0:
         if HAS_H0:
@@ -459,7 +470,7 @@ def forward_chained_kernel(
     _forward_run(
         U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, first, last, h, offs_r, col_mask, L, R,
         n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
-        SHARED_SFU, HAS_RESETS, FUSED_WRITE, NUM_STAGES,
+        SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, NUM_STAGES,
     )  # fmt: skip
 
 
@@ -498,6 +509,7 @@ def backward_sequential_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
@@ -562,6 +574,7 @@ def backward_sequential_kernel(
             BLOCK_R,
             SHARED_SFU,
             HAS_RESETS,
+            FULL_CHUNKS,
             FUSED_WRITE,
         )
     # dL/dh0 = a_0 dL/dh_0.
@@ -607,6 +620,7 @@ def _reverse_run_summary(
     UNROLL: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     """(decay product, dL/dh at the first row from a zero carry) of chunks [first, last),
@@ -621,7 +635,7 @@ def _reverse_run_summary(
         a_next, run_decay, run_grad = reverse_chunk_summary(
             U, GATE_A, Y, GRAD_OUT, RESET, b, last - 1 - i, a_next, run_decay, run_grad,
             offs_r, col_mask, L, R, decay_scale, w_a, b_a, GATE_MODE, OUT_MODE, T, UNROLL,
-            SHARED_SFU, HAS_RESETS,
+            SHARED_SFU, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
     return run_decay, run_grad
 
@@ -649,6 +663,7 @@ def reverse_run_summary_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
     """Reverse summary of a run: dL/dh at its first row = SUM_A carry + SUM_B, where carry
@@ -660,7 +675,7 @@ def reverse_run_summary_kernel(
     first, last = _run_chunks(tl.program_id(1), chunks_per_program, n_chunks)
     run_decay, run_grad = _reverse_run_summary(
         U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
-        b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+        b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
     )  # fmt: skip
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
@@ -703,6 +718,7 @@ def _backward_run(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
@@ -731,7 +747,8 @@ def _backward_run(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, SAVED, scratch, D_U, D_GATE_X, D_GATE_A, D_Y,
             b, last - 1 - i, dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc,
             acc_skip, offs_r, col_mask, L, R, n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip,
-            GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FUSED_WRITE,
+            GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS,
+            FUSED_WRITE,
         )  # fmt: skip
     # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
     tl.store(
@@ -774,6 +791,7 @@ def backward_runs_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
@@ -786,8 +804,8 @@ def backward_runs_kernel(
         U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,
         run * tl.num_programs(0) + tl.program_id(0), dh, L, R, n_chunks, chunks_per_program,
-        n_runs, GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FUSED_WRITE,
-        NUM_STAGES,
+        n_runs, GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS,
+        FUSED_WRITE, NUM_STAGES,
     )  # fmt: skip
 
 
@@ -825,6 +843,7 @@ def backward_chained_kernel(
     BLOCK_R: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
+    FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
 ):
@@ -845,7 +864,7 @@ def backward_chained_kernel(
     first, last = _run_chunks(run, chunks_per_program, n_chunks)
     run_decay, run_grad = _reverse_run_summary(
         U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
-        b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, NUM_STAGES,
+        b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
     )  # fmt: skip
     if run == n_runs - 1:
         carry = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
@@ -860,6 +879,6 @@ def backward_chained_kernel(
         U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,
         run * tl.num_programs(0) + column, carry, L, R, n_chunks, chunks_per_program, n_runs,
-        GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FUSED_WRITE,
+        GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE,
         NUM_STAGES,
     )  # fmt: skip

@@ -171,6 +171,7 @@ class _Geometry:
             "BLOCK_R": self.tile.block_r,
             "SHARED_SFU": config.shared_sfu,
             "HAS_RESETS": has_resets,
+            "FULL_CHUNKS": self.length % config.chunk == 0,
             "NUM_STAGES": self.tile.num_stages,
             "num_warps": self.tile.backward_warps if backward else self.tile.num_warps,
         }
