@@ -23,7 +23,7 @@
 # A failed or timed-out stage is recorded and the next one runs. OUT/DONE marks the end.
 # LIMIT_<stage>=SECONDS overrides a stage's time limit (LIMIT_tests=180), to fit one device call.
 set -u
-[ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,/^# LIMIT_/p' "$0"; exit 2; }
 out=$1; shift
 stages="tests sweep kernels kernels_base fast_math peers default_set short_best graphs profile mlp ablation"
 for stage in "$@"; do

@@ -282,6 +282,7 @@ def load_block(
     RESET,
     b,
     t0,
+    offs0,
     offs_r,
     col_mask,
     L,
@@ -291,10 +292,10 @@ def load_block(
     HAS_RESETS: tl.constexpr,
     FULL_CHUNKS: tl.constexpr,
 ):
-    """:func:`load_row` of rows t0 .. t0 + UNROLL - 1: a tuple of UNROLL row tuples, every
-    load issued before the caller's first store."""
+    """:func:`load_row` of rows t0 .. t0 + UNROLL - 1 (``offs0``: row t0's
+    :func:`row_offsets`, which the caller reuses for the block's stores): a tuple of UNROLL
+    row tuples, every load issued before the caller's first store."""
     rows = ()
-    offs0 = row_offsets(b, t0, offs_r, L, R)
     for k in tl.static_range(UNROLL):
         # Triton's frontend builds tuples with +, not with unpacking.
         rows = rows + (  # type: ignore[assignment]  # noqa: RUF005
@@ -438,11 +439,11 @@ def forward_chunk(
         tl.store(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), h, mask=col_mask)
     for block in range(T // UNROLL):
         t0 = chunk * T + block * UNROLL
+        offs0 = row_offsets(b, t0, offs_r, L, R)
         rows = load_block(
-            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL,
+            U, GATE_X, GATE_A, RESET, b, t0, offs0, offs_r, col_mask, L, R, UNROLL,
             GATE_MODE, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
-        offs0 = row_offsets(b, t0, offs_r, L, R)
         extras = ()
         for k in tl.static_range(UNROLL):
             extras = extras + (  # type: ignore[assignment]  # noqa: RUF005
@@ -500,9 +501,10 @@ def chunk_summary(
     """Extend a run summary s -> run_decay s + run_state by one chunk (each [BLOCK_R]):
     returns the updated (run_decay, run_state)."""
     for block in range(T // UNROLL):
+        t0 = chunk * T + block * UNROLL
         rows = load_block(
-            U, GATE_X, GATE_A, RESET, b, chunk * T + block * UNROLL, offs_r, col_mask, L, R,
-            UNROLL, GATE_MODE, HAS_RESETS, FULL_CHUNKS,
+            U, GATE_X, GATE_A, RESET, b, t0, row_offsets(b, t0, offs_r, L, R), offs_r, col_mask,
+            L, R, UNROLL, GATE_MODE, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
         for k in tl.static_range(UNROLL):
             first, second, third, start, mask = rows[k]
@@ -623,9 +625,10 @@ def recompute_chunk_states(
     h = tl.load(SAVED + state_offsets(b, chunk, offs_r, R, n_chunks), mask=col_mask, other=0.0)
     lanes = tl.arange(0, BLOCK_R)
     for block in range(T // UNROLL):
+        t0 = chunk * T + block * UNROLL
         rows = load_block(
-            U, GATE_X, GATE_A, RESET, b, chunk * T + block * UNROLL, offs_r, col_mask, L, R,
-            UNROLL, GATE_MODE, HAS_RESETS, FULL_CHUNKS,
+            U, GATE_X, GATE_A, RESET, b, t0, row_offsets(b, t0, offs_r, L, R), offs_r, col_mask,
+            L, R, UNROLL, GATE_MODE, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
         for k in tl.static_range(UNROLL):
             i = block * UNROLL + k
@@ -737,11 +740,11 @@ def backward_chunk(
         # Rows t0 .. t0 + UNROLL - 1, walked last first; all loads before the first store.
         i0 = T - (block + 1) * UNROLL
         t0 = chunk * T + i0
+        offs0 = row_offsets(b, t0, offs_r, L, R)
         rows = load_block(
-            U, GATE_X, GATE_A, RESET, b, t0, offs_r, col_mask, L, R, UNROLL,
+            U, GATE_X, GATE_A, RESET, b, t0, offs0, offs_r, col_mask, L, R, UNROLL,
             GATE_MODE, HAS_RESETS, FULL_CHUNKS,
         )  # fmt: skip
-        offs0 = row_offsets(b, t0, offs_r, L, R)
         extras = ()
         for k in tl.static_range(UNROLL):
             offs = offs0 + k * R
