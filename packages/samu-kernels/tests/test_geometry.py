@@ -11,6 +11,7 @@ from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import (
     HIERARCHICAL_UNROLL,
     HIERARCHICAL_WARPS_PER_SM,
+    SEQUENTIAL_PREFETCH,
     TILE_ENV,
     WARPS_PER_SM,
     Tile,
@@ -114,6 +115,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "chunks_per_program": tile.chunks_per_program,
         "unroll": tile.unroll,
         "chained": 0,
+        "prefetch": 0,
     }
 
 
@@ -121,6 +123,17 @@ def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> Non
     assert heuristic_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 0
     monkeypatch.setenv(TILE_ENV, "chained=1")
     assert choose_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 1
+
+
+def test_only_the_sequential_kernels_prefetch_by_default() -> None:
+    for hierarchical, expected in ((False, SEQUENTIAL_PREFETCH), (True, 0)):
+        tile = heuristic_tile(4, 2048, 2048, 32, hierarchical=hierarchical, multiprocessors=132)
+        assert tile.prefetch == expected
+
+
+def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TILE_ENV, "prefetch=2")
+    assert choose_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).prefetch == 2
 
 
 @pytest.mark.parametrize(
@@ -136,6 +149,7 @@ def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> Non
         ("unroll=3", "power of two"),
         ("chained=2", "0 or 1"),
         ("chained=-1", "0 or 1"),
+        ("prefetch=-1", ">= 0"),
     ],
 )
 def test_bad_override_is_refused(text: str, message: str) -> None:

@@ -162,15 +162,43 @@ def test_chained_passes_at_reference_shapes(
     assert_matches_reference(problem, backend, controller)
 
 
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("prefetch", ["prefetch=1", "prefetch=2,chunks=3"])
+@pytest.mark.parametrize("shape", [(2, 1037, 300), REFERENCE_SHAPES["state2048_short"]])
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        *samu_kernels.REFERENCE_FILE_ROWS,
+        ("rglru", "hierarchical_chunk8", None),  # precomputed fp32 gates: two lines per row
+        ("samu", "fused_output_fused_write_chunk16", "reference"),  # u for the skip term
+    ],
+)
+def test_l2_prefetch_matches_the_reference(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    shape: tuple[int, int, int],
+    prefetch: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The tile knob `prefetch` asks L2 for the chunk that far ahead of every walk; its rows
+    # are clamped to the sequence and its lines to the width (L not a multiple of the chunk,
+    # R not of the channel block), and it must change no value.
+    monkeypatch.setenv(TILE_ENV, prefetch)
+    problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
+
+
 def test_fast_math_is_on_exactly_when_asked() -> None:
-    assert bool(FAST_MATH) == (os.environ.get(FAST_MATH_ENV) == "1")
+    assert bool(FAST_MATH) == (os.environ.get(FAST_MATH_ENV, "1") == "1")
 
 
-def test_fast_math_matches_the_reference_on_gpu() -> None:
-    """`SAMU_KERNELS_FAST_MATH=1` (read at import, so in a fresh process): the reference-file
-    rows at the reference shapes and half of the backend matrix (every fused_write backend:
-    both transcendental modes, sequential, hierarchical and grouped, fp32 with resets and h0)
-    against the fp64 reference."""
+def test_guarded_math_matches_the_reference_on_gpu() -> None:
+    """`SAMU_KERNELS_FAST_MATH=0` (read at import, so in a fresh process; the rest of the
+    suite runs the default, flush-to-zero): the reference-file rows at the reference shapes
+    and half of the backend matrix (every fused_write backend: both transcendental modes,
+    sequential, hierarchical and grouped, fp32 with resets and h0) against the fp64
+    reference."""
     selection = (
         "test_fast_math_is_on_exactly_when_asked or test_reference_file_rows_at_reference_shapes"
         " or (test_backend_matrix and fused_write)"
@@ -178,7 +206,7 @@ def test_fast_math_matches_the_reference_on_gpu() -> None:
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
     result = subprocess.run(
         [*command, "-k", selection, str(Path(__file__))],
-        env={**os.environ, FAST_MATH_ENV: "1"},
+        env={**os.environ, FAST_MATH_ENV: "0"},
         capture_output=True,
         text=True,
         check=False,

@@ -24,8 +24,8 @@ from samu_kernels.samu import samu_scan
 from samu_kernels.scan_output import ScanOutput
 
 FAST_MATH_ENABLED: bool = bool(FAST_MATH)
-"""Whether the compiled kernels use flush-to-zero transcendentals (`SAMU_KERNELS_FAST_MATH=1`
-at import; never under the interpreter)."""
+"""Whether the compiled kernels use flush-to-zero transcendentals (the default;
+`SAMU_KERNELS_FAST_MATH=0` at import turns them off; never under the interpreter)."""
 
 __all__ = [
     "CONTROLLERS",

@@ -26,13 +26,15 @@ Constexpr switches shared by all pieces:
 
 One module-level switch, read when the kernels are imported:
 
-* ``FAST_MATH`` (``SAMU_KERNELS_FAST_MATH=1``, compiled kernels only; experimental, off by
-  default until measured on a GPU): the per-row exponentials and reciprocals use libdevice's
-  flush-to-zero forms, one MUFU instruction plus a multiply, instead of ``tl.exp``'s and
-  the division's guarded forms (which rescale around denormal and huge arguments: 5 and 9
-  SASS instructions on sm_90). The results differ only where those guards act (denormal
-  outputs become 0) and by the approximations' 2 ulp. The interpreter has no libdevice, so
-  there the switch is always off.
+* ``FAST_MATH`` (on by default in compiled kernels; ``SAMU_KERNELS_FAST_MATH=0`` turns it
+  off): the per-row exponentials and reciprocals use libdevice's flush-to-zero forms, one
+  MUFU instruction plus a multiply, instead of ``tl.exp``'s and the division's guarded forms
+  (which rescale around denormal and huge arguments: 5 and 9 SASS instructions on sm_90).
+  The results differ only where those guards act (denormal outputs become 0) and by the
+  approximations' 2 ulp; on the H200 both forms pass the same fp64-reference tests (the
+  reference-file rows at the reference shapes and every fused_write backend of the GPU
+  matrix), and flush-to-zero is 4-20 % faster. The interpreter has no libdevice, so there
+  the switch is always off.
 """
 
 import os
@@ -42,10 +44,21 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 FAST_MATH_ENV = "SAMU_KERNELS_FAST_MATH"
-"""Environment variable that turns :data:`FAST_MATH` on ("1"), read at import."""
-FAST_MATH: tl.constexpr = tl.constexpr(
-    os.environ.get(FAST_MATH_ENV) == "1" and os.environ.get("TRITON_INTERPRET") != "1"
-)
+"""Environment variable that turns :data:`FAST_MATH` off ("0") or on ("1", the default),
+read at import."""
+
+
+def _fast_math_requested() -> bool:
+    value = os.environ.get(FAST_MATH_ENV, "1")
+    if value not in ("0", "1"):
+        raise ValueError(f"{FAST_MATH_ENV} must be 0 or 1 (unset: 1), got {value!r}")
+    return value == "1"
+
+
+INLINE_ASSEMBLY = os.environ.get("TRITON_INTERPRET") != "1"
+"""Whether the kernels are compiled (the interpreter runs no inline assembly and has no
+libdevice: no L2 prefetch and no flush-to-zero transcendentals there)."""
+FAST_MATH: tl.constexpr = tl.constexpr(_fast_math_requested() and INLINE_ASSEMBLY)
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
 GATES_PRECOMPUTED: tl.constexpr = tl.constexpr(0)
@@ -168,6 +181,76 @@ def row_offsets(b, t, offs_r, L, R):
 def state_offsets(b, chunk, offs_r, R, n_chunks):
     """int64 offsets of one [BLOCK_R] row of a [B, n_chunks, R] state tensor."""
     return (b.to(tl.int64) * n_chunks + chunk) * R + offs_r
+
+
+PASS_SUMMARY: tl.constexpr = tl.constexpr(0)
+PASS_FORWARD: tl.constexpr = tl.constexpr(1)
+PASS_REVERSE_SUMMARY: tl.constexpr = tl.constexpr(2)
+PASS_BACKWARD: tl.constexpr = tl.constexpr(3)
+L2_LINE_BYTES: tl.constexpr = tl.constexpr(128)
+
+
+@triton.jit
+def _prefetch_l2(pointers):
+    """Ask L2 for the lines at ``pointers`` (``prefetch.global.L2``; nothing comes back)."""
+    tl.inline_asm_elementwise(
+        "prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;",
+        "=r,l",
+        [pointers],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _prefetch_chunk_rows(
+    PTR, b, chunk, offs_r, L, R: tl.constexpr, T: tl.constexpr, FULL_CHUNKS: tl.constexpr
+):
+    """Prefetch into L2 the T rows of chunk ``chunk`` (clamped to the sequence) of PTR
+    [B, L, R] at the program's channels ``offs_r``: one request per 128-byte line per row.
+    (Every kernel's axis-0 program id is its batch row and channel block.)"""
+    BLOCK_R: tl.constexpr = offs_r.shape[0]
+    line: tl.constexpr = L2_LINE_BYTES // (PTR.dtype.element_ty.primitive_bitwidth // 8)
+    lines: tl.constexpr = (BLOCK_R + line - 1) // line
+    first = (tl.program_id(0) % tl.cdiv(R, BLOCK_R)) * BLOCK_R
+    columns = tl.minimum(first + tl.arange(0, lines) * line, R - 1)
+    t0 = tl.minimum(tl.maximum(chunk, 0), tl.cdiv(L, T) - 1) * T
+    offs0 = row_offsets(b, t0, columns, L, R)
+    for k in tl.static_range(T):
+        if FULL_CHUNKS:
+            _prefetch_l2(PTR + offs0 + k * R)
+        else:
+            _prefetch_l2(PTR + row_offsets(b, tl.minimum(t0 + k, L - 1), columns, L, R))
+
+
+@triton.jit
+def prefetch_chunk(
+    U, GATE_X, GATE_A, Y, GRAD_OUT, b, chunk, offs_r, L, R: tl.constexpr, T: tl.constexpr,
+    GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, FULL_CHUNKS: tl.constexpr,
+    PASS: tl.constexpr,
+):  # fmt: skip
+    """Prefetch into L2 the [B, L, R] inputs pass ``PASS`` reads from chunk ``chunk``, so
+    that its loads, when the walk reaches it, wait for L2 instead of DRAM.
+
+    The row walk has no other way to overlap a chunk's DRAM latency with the previous
+    chunk's arithmetic: its loads come first in each block of rows, and a register copy of
+    the next chunk would double the registers. Passes: PASS_SUMMARY (the gate inputs),
+    PASS_FORWARD (+ y, and u for the skip term of precomputed gates), PASS_REVERSE_SUMMARY
+    (the decay input, dL/dout and y), PASS_BACKWARD (all of them)."""
+    if PASS != PASS_REVERSE_SUMMARY:
+        if GATE_MODE != GATES_SAMU:
+            _prefetch_chunk_rows(GATE_X, b, chunk, offs_r, L, R, T, FULL_CHUNKS)
+        if GATE_MODE != GATES_PRECOMPUTED or (PASS != PASS_SUMMARY and OUT_MODE == OUT_Y_H_SKIP):
+            _prefetch_chunk_rows(U, b, chunk, offs_r, L, R, T, FULL_CHUNKS)
+    elif GATE_MODE == GATES_SAMU:
+        _prefetch_chunk_rows(U, b, chunk, offs_r, L, R, T, FULL_CHUNKS)
+    if GATE_MODE != GATES_SAMU:
+        _prefetch_chunk_rows(GATE_A, b, chunk, offs_r, L, R, T, FULL_CHUNKS)
+    if PASS != PASS_SUMMARY and OUT_MODE != OUT_H:
+        _prefetch_chunk_rows(Y, b, chunk, offs_r, L, R, T, FULL_CHUNKS)
+    if PASS >= PASS_REVERSE_SUMMARY:
+        _prefetch_chunk_rows(GRAD_OUT, b, chunk, offs_r, L, R, T, FULL_CHUNKS)
 
 
 @triton.jit

@@ -3,15 +3,16 @@ chunks per program, from a small per-shape heuristic or the ``SAMU_KERNELS_TILE`
 
 The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
-    SAMU_KERNELS_TILE="block_r=64,warps=2,bwd_warps=2,stages=3,chunks=8,unroll=8,chained=1"
+    SAMU_KERNELS_TILE="block_r=64,warps=2,bwd_warps=2,stages=3,chunks=8,unroll=8,chained=1,prefetch=1"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
 pipeline depth of the chunk loops, >= 1), ``chunks`` (consecutive chunks one program of
 a hierarchical pass covers, >= 1), ``unroll`` (rows of a chunk unrolled at a time, a
 power of two; capped at the chunk length) and ``chained`` (1: each hierarchical direction
-in one pass, runs chained in order; 0: three passes). Keys left out keep the heuristic's
-value.
+in one pass, runs chained in order; 0: three passes) and ``prefetch`` (chunks ahead of the
+walk whose inputs each chunk asks L2 for; 0: none; compiled kernels only). Keys left out keep
+the heuristic's value.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ backward runs 196 -> 80), so twice the programs fit. With HIERARCHICAL_WARPS_PER
 MAX_CHUNKS_PER_PROGRAM it was the best geometry of the sweep for every hierarchical
 reference row and shape but one (RG-LRU at [1, 32768, 2048], where two channels per thread
 with runs of 16 chunks was 14 % faster), 1.2-1.6x faster than 16 rows at 16 warps per SM."""
+SEQUENTIAL_PREFETCH = 1
+"""Chunks ahead whose inputs the sequential kernels ask L2 for (``Tile.prefetch``). Their few
+programs (B * R / BLOCK_R one-warp programs: ~2 per SM on the reference shapes) cannot hide
+a chunk's DRAM latency behind each other; in the H200 run of 2026-12-03 one chunk ahead made
+them 7-30 % faster (two chunks: no better), while it made the hierarchical passes, with ~32
+programs per SM, 0-18 % slower: they keep 0."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
@@ -62,6 +69,7 @@ _KEYS = {
     "chunks": "chunks_per_program",
     "unroll": "unroll",
     "chained": "chained",
+    "prefetch": "prefetch",
 }
 
 
@@ -75,7 +83,10 @@ class Tile:
     unroll: rows of a chunk unrolled at a time (their loads are issued together);
     chained: 1 runs each hierarchical direction in one pass (``forward_chained_kernel``,
     ``backward_chained_kernel``), 0 in three (summaries, prefix, runs). Off by default:
-    measured 0-15 % slower than the three passes on the H200.
+    measured 0-15 % slower than the three passes on the H200. prefetch: at the start of
+    each chunk, the chunk that many chunks ahead of the walk (behind it, in the backward) is
+    requested into L2 (``prefetch.global.L2``), so that its loads wait for L2 instead of
+    DRAM; 0 turns it off, and the interpreter (no inline assembly) ignores it.
     """
 
     block_r: int
@@ -85,6 +96,7 @@ class Tile:
     chunks_per_program: int
     unroll: int
     chained: int = 0
+    prefetch: int = 0
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -115,7 +127,7 @@ def heuristic_tile(
     (hierarchical passes with registers to spare: the fused RG-LRU gates) gives a program of
     32 channels, when the width has more, LIGHT_PASS_CHANNELS_PER_THREAD channels per thread
     and runs as many times longer, so a quarter of the programs each keep more loads in
-    flight.
+    flight. The sequential kernels prefetch SEQUENTIAL_PREFETCH chunks ahead into L2.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -139,6 +151,7 @@ def heuristic_tile(
         num_stages=1,
         chunks_per_program=chunks_per_program,
         unroll=min(unroll, chunk),
+        prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
     )
 
 
@@ -169,6 +182,9 @@ def parse_tile_override(text: str) -> dict[str, int]:
         if key == "chained":
             if value not in (0, 1):
                 raise ValueError(f"{TILE_ENV}: chained must be 0 or 1, got {value}")
+        elif key == "prefetch":
+            if value < 0:
+                raise ValueError(f"{TILE_ENV}: prefetch must be >= 0, got {value}")
         elif value < 1:
             raise ValueError(f"{TILE_ENV}: {key} must be >= 1, got {value}")
         values[_KEYS[key]] = value

@@ -32,10 +32,15 @@ import triton
 import triton.language as tl
 
 from samu_kernels.common.chunk import (
+    PASS_BACKWARD,
+    PASS_FORWARD,
+    PASS_REVERSE_SUMMARY,
+    PASS_SUMMARY,
     backward_chunk,
     channel_constants,
     chunk_summary,
     forward_chunk,
+    prefetch_chunk,
     reverse_chunk_summary,
     row_decay,
     row_offsets,
@@ -98,6 +103,7 @@ def forward_sequential_kernel(
     HAS_H0: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
@@ -111,6 +117,11 @@ def forward_sequential_kernel(
     # The loads of a chunk do not depend on the carried state: the pipeliner issues them
     # NUM_STAGES - 1 chunks ahead.
     for chunk in tl.range(0, n_chunks, num_stages=NUM_STAGES):
+        if PREFETCH > 0:
+            prefetch_chunk(
+                U, GATE_X, GATE_A, Y, U, b, chunk + PREFETCH, offs_r, L, R, T, GATE_MODE,
+                OUT_MODE, FULL_CHUNKS, PASS_FORWARD,
+            )  # fmt: skip
         h = forward_chunk(
             U,
             GATE_X,
@@ -178,11 +189,17 @@ def _run_summary(
     HAS_RESETS: tl.constexpr,
     FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """(decay product, end state from zero) of chunks [first, last)."""
     run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
     run_state = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
     for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        if PREFETCH > 0:
+            prefetch_chunk(
+                U, GATE_X, GATE_A, U, U, b, chunk + PREFETCH, offs_r, L, R, T, GATE_MODE, 0,
+                FULL_CHUNKS, PASS_SUMMARY,
+            )  # fmt: skip
         run_decay, run_state = chunk_summary(
             U, GATE_X, GATE_A, RESET, b, chunk, run_decay, run_state, offs_r, col_mask, L, R,
             decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS,
@@ -224,9 +241,15 @@ def _forward_run(
     FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Outputs (and checkpoints or states) of chunks [first, last) from incoming state h."""
     for chunk in tl.range(first, last, num_stages=NUM_STAGES):
+        if PREFETCH > 0:
+            prefetch_chunk(
+                U, GATE_X, GATE_A, Y, U, b, chunk + PREFETCH, offs_r, L, R, T, GATE_MODE,
+                OUT_MODE, FULL_CHUNKS, PASS_FORWARD,
+            )  # fmt: skip
         h = forward_chunk(
             U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, chunk, h, offs_r, col_mask, L, R,
             n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
@@ -258,6 +281,7 @@ def run_summary_kernel(
     HAS_RESETS: tl.constexpr,
     FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Summary of a run of chunks: s -> SUM_A s + SUM_B (decay product, end state from 0)."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
@@ -267,7 +291,7 @@ def run_summary_kernel(
     first, last = _run_chunks(tl.program_id(1), chunks_per_program, n_chunks)
     run_decay, run_state = _run_summary(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
-        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
+        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES, PREFETCH,
     )  # fmt: skip
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
@@ -363,6 +387,7 @@ def forward_runs_kernel(
     FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Outputs of a run of chunks from the state entering it (CARRY [B, n_runs, R])."""
     b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
@@ -376,7 +401,7 @@ def forward_runs_kernel(
     _forward_run(
         U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, first, last, h, offs_r, col_mask, L, R,
         n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
-        SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, NUM_STAGES,
+        SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, NUM_STAGES, PREFETCH,
     )  # fmt: skip
 
 
@@ -430,6 +455,7 @@ def forward_chained_kernel(
     HAS_H0: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """The hierarchical forward in one pass: runs chained in order.
 
@@ -450,7 +476,7 @@ def forward_chained_kernel(
     first, last = _run_chunks(run, chunks_per_program, n_chunks)
     run_decay, run_state = _run_summary(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
-        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
+        b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES, PREFETCH,
     )  # fmt: skip
     if run == 0:
         if HAS_H0:
@@ -470,7 +496,7 @@ def forward_chained_kernel(
     _forward_run(
         U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, first, last, h, offs_r, col_mask, L, R,
         n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
-        SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, NUM_STAGES,
+        SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE, NUM_STAGES, PREFETCH,
     )  # fmt: skip
 
 
@@ -512,6 +538,7 @@ def backward_sequential_kernel(
     FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     pid = tl.program_id(0)
     b, offs_r, col_mask = _program_channels(pid, R, BLOCK_R)
@@ -532,6 +559,11 @@ def backward_sequential_kernel(
     acc_logc = zero
     acc_skip = zero
     for i in tl.range(0, n_chunks, num_stages=NUM_STAGES):
+        if PREFETCH > 0:
+            prefetch_chunk(
+                U, GATE_X, GATE_A, Y, GRAD_OUT, b, n_chunks - 1 - i - PREFETCH, offs_r, L, R, T,
+                GATE_MODE, OUT_MODE, FULL_CHUNKS, PASS_BACKWARD,
+            )  # fmt: skip
         dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
             U,
             GATE_X,
@@ -622,6 +654,7 @@ def _reverse_run_summary(
     HAS_RESETS: tl.constexpr,
     FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """(decay product, dL/dh at the first row from a zero carry) of chunks [first, last),
     walked from the last row."""
@@ -632,6 +665,11 @@ def _reverse_run_summary(
     run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
     run_grad = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
+        if PREFETCH > 0:
+            prefetch_chunk(
+                U, GATE_A, GATE_A, Y, GRAD_OUT, b, last - 1 - i - PREFETCH, offs_r, L, R, T,
+                GATE_MODE, OUT_MODE, FULL_CHUNKS, PASS_REVERSE_SUMMARY,
+            )  # fmt: skip
         a_next, run_decay, run_grad = reverse_chunk_summary(
             U, GATE_A, Y, GRAD_OUT, RESET, b, last - 1 - i, a_next, run_decay, run_grad,
             offs_r, col_mask, L, R, decay_scale, w_a, b_a, GATE_MODE, OUT_MODE, T, UNROLL,
@@ -665,6 +703,7 @@ def reverse_run_summary_kernel(
     HAS_RESETS: tl.constexpr,
     FULL_CHUNKS: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Reverse summary of a run: dL/dh at its first row = SUM_A carry + SUM_B, where carry
     is dL/dh at the next run's first row. The run is walked from its last row."""
@@ -676,6 +715,7 @@ def reverse_run_summary_kernel(
     run_decay, run_grad = _reverse_run_summary(
         U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
         b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
+        PREFETCH,
     )  # fmt: skip
     offs = state_offsets(b, tl.program_id(1), offs_r, R, n_runs)
     tl.store(SUM_A + offs, run_decay, mask=col_mask)
@@ -721,6 +761,7 @@ def _backward_run(
     FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Backward of run ``run``, last chunk first, from ``dh`` (dL/dh at the next run's first
     row); stores the input gradients, dL/dh0 (run 0) and one PARTIAL row. ``program`` is the
@@ -743,6 +784,11 @@ def _backward_run(
         L, decay_scale, w_a, b_a, GATE_MODE, SHARED_SFU, HAS_RESETS,
     )  # fmt: skip
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
+        if PREFETCH > 0:
+            prefetch_chunk(
+                U, GATE_X, GATE_A, Y, GRAD_OUT, b, last - 1 - i - PREFETCH, offs_r, L, R, T,
+                GATE_MODE, OUT_MODE, FULL_CHUNKS, PASS_BACKWARD,
+            )  # fmt: skip
         dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, SAVED, scratch, D_U, D_GATE_X, D_GATE_A, D_Y,
             b, last - 1 - i, dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc,
@@ -794,6 +840,7 @@ def backward_runs_kernel(
     FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Backward of a run of chunks, last chunk first, from CARRY [B, n_runs, R] (dL/dh at
     the next run's first row); one row of PARTIAL per program."""
@@ -805,7 +852,7 @@ def backward_runs_kernel(
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,
         run * tl.num_programs(0) + tl.program_id(0), dh, L, R, n_chunks, chunks_per_program,
         n_runs, GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS,
-        FUSED_WRITE, NUM_STAGES,
+        FUSED_WRITE, NUM_STAGES, PREFETCH,
     )  # fmt: skip
 
 
@@ -846,6 +893,7 @@ def backward_chained_kernel(
     FULL_CHUNKS: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """The hierarchical backward in one pass: runs chained from the last.
 
@@ -865,6 +913,7 @@ def backward_chained_kernel(
     run_decay, run_grad = _reverse_run_summary(
         U, GATE_A, Y, GRAD_OUT, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a,
         b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
+        PREFETCH,
     )  # fmt: skip
     if run == n_runs - 1:
         carry = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
@@ -880,5 +929,5 @@ def backward_chained_kernel(
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,
         run * tl.num_programs(0) + column, carry, L, R, n_chunks, chunks_per_program, n_runs,
         GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE,
-        NUM_STAGES,
+        NUM_STAGES, PREFETCH,
     )  # fmt: skip

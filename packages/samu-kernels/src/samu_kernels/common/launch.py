@@ -20,6 +20,7 @@ import triton
 
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels
+from samu_kernels.common.chunk import INLINE_ASSEMBLY
 from samu_kernels.common.geometry import MAX_PREFIX_TILE_ELEMENTS, MIN_BLOCK_R, Tile, choose_tile
 
 __all__ = [
@@ -173,6 +174,7 @@ class _Geometry:
             "HAS_RESETS": has_resets,
             "FULL_CHUNKS": self.length % config.chunk == 0,
             "NUM_STAGES": self.tile.num_stages,
+            "PREFETCH": self.tile.prefetch if INLINE_ASSEMBLY else 0,
             "num_warps": self.tile.backward_warps if backward else self.tile.num_warps,
         }
 
