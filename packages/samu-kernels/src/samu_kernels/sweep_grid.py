@@ -6,10 +6,12 @@ registers (``scripts/check_kernels_compile.py --stats``: RG-LRU backward 196 reg
 16 rows, 80 at 8; 255, the limit, with two channels per thread at 16 rows). So: half and a
 quarter of the unrolled rows, two channels per thread at half the rows, four-warp programs,
 and, for the hierarchical backends, longer and shorter runs of chunks per program (fewer or
-more programs) and the one-pass chained passes (``chained=1``, also with runs twice as long:
-half the hops in series), or for the sequential ones two pipeline stages and half-warp rows
-(the only ways they get more loads in flight). ``chunks_per_program`` is a runtime argument
-(no recompilation); the other knobs each compile new kernels. The hierarchical grid also
+more programs), the L2 prefetch they do not use by default (``prefetch=1``) and the one-pass
+chained passes (``chained=1``, also with runs twice as long: half the hops in series, when
+the grid has room), or for the sequential ones two pipeline stages, half-warp rows (the only
+ways they get more loads in flight) and their L2 prefetch off and two chunks ahead.
+``chunks_per_program`` is a runtime argument (no recompilation); the other knobs each compile
+new kernels. The hierarchical grid also
 holds the heuristic's other channels-per-thread choice (``light_passes``).
 """
 
@@ -59,6 +61,7 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
             replace(fewer_rows, chunks_per_program=max(1, runs // 2)),
+            replace(base, prefetch=1),
             replace(base, chained=1),
             replace(base, chained=1, chunks_per_program=2 * runs),
         ]
@@ -67,6 +70,8 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             replace(base, num_stages=2),
             replace(base, block_r=max(MIN_BLOCK_R, base.block_r // 2)),
             replace(fewer_rows, num_stages=2),
+            replace(base, prefetch=0),
+            replace(base, prefetch=2),
         ]
     unique: list[Tile] = []
     for tile in candidates:
