@@ -33,7 +33,7 @@ One module-level switch, read when the kernels are imported:
   The results differ only where those guards act (denormal outputs become 0) and by the
   approximations' 2 ulp; on the H200 both forms pass the same fp64-reference tests (the
   reference-file rows at the reference shapes and every fused_write backend of the GPU
-  matrix), and flush-to-zero is 4-20 % faster. The interpreter has no libdevice, so there
+  matrix), and flush-to-zero is 3-34 % faster. The interpreter has no libdevice, so there
   the switch is always off.
 """
 
