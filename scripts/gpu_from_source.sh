@@ -36,8 +36,11 @@ mkdir -p "$out"
 cd "$(dirname "$0")/.."
 wheels=""
 if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl > "$out/pip.log" 2>&1 || echo "pip install failed" >> "$out/summary"
+    # One install at a time: several copies of this script may start side by side (test
+    # subsets in parallel processes), and concurrent installs into one target fail.
+    flock /tmp/site.lock python3 -m pip install -q --no-index --no-deps --no-compile \
+        --no-cache-dir --upgrade --target /tmp/site .whl/*.whl > "$out/pip.log" 2>&1 \
+        || echo "pip install failed" >> "$out/summary"
     wheels=/tmp/site:
 fi
 sources_of() {  # TREE: its packages' source folders, as a PYTHONPATH
