@@ -50,7 +50,7 @@ SEQUENTIAL_PREFETCH = 1
 programs (B * R / BLOCK_R one-warp programs: ~2 per SM on the reference shapes) cannot hide
 a chunk's DRAM latency behind each other; in the H200 run of 2026-12-03 one chunk ahead made
 them 7-30 % faster (two chunks: no better), while it made the hierarchical passes, with ~32
-programs per SM, 0-18 % slower: they keep 0."""
+programs per SM, 4-18 % slower in all but one case: they keep 0."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
