@@ -183,6 +183,13 @@ def state_offsets(b, chunk, offs_r, R, n_chunks):
     return (b.to(tl.int64) * n_chunks + chunk) * R + offs_r
 
 
+@triton.jit
+def channel_block_start(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
+    """First channel of program ``pid``'s block: every kernel's axis-0 program id is its
+    batch row times cdiv(R, BLOCK_R) plus its channel block."""
+    return (pid % tl.cdiv(R, BLOCK_R)) * BLOCK_R
+
+
 PASS_SUMMARY: tl.constexpr = tl.constexpr(0)
 PASS_FORWARD: tl.constexpr = tl.constexpr(1)
 PASS_REVERSE_SUMMARY: tl.constexpr = tl.constexpr(2)
@@ -208,12 +215,11 @@ def _prefetch_chunk_rows(
     PTR, b, chunk, offs_r, L, R: tl.constexpr, T: tl.constexpr, FULL_CHUNKS: tl.constexpr
 ):
     """Prefetch into L2 the T rows of chunk ``chunk`` (clamped to the sequence) of PTR
-    [B, L, R] at the program's channels ``offs_r``: one request per 128-byte line per row.
-    (Every kernel's axis-0 program id is its batch row and channel block.)"""
+    [B, L, R] at the program's channels ``offs_r``: one request per 128-byte line per row."""
     BLOCK_R: tl.constexpr = offs_r.shape[0]
     line: tl.constexpr = L2_LINE_BYTES // (PTR.dtype.element_ty.primitive_bitwidth // 8)
     lines: tl.constexpr = (BLOCK_R + line - 1) // line
-    first = (tl.program_id(0) % tl.cdiv(R, BLOCK_R)) * BLOCK_R
+    first = channel_block_start(tl.program_id(0), R, BLOCK_R)
     columns = tl.minimum(first + tl.arange(0, lines) * line, R - 1)
     t0 = tl.minimum(tl.maximum(chunk, 0), tl.cdiv(L, T) - 1) * T
     offs0 = row_offsets(b, t0, columns, L, R)

@@ -37,6 +37,7 @@ from samu_kernels.common.chunk import (
     PASS_REVERSE_SUMMARY,
     PASS_SUMMARY,
     backward_chunk,
+    channel_block_start,
     channel_constants,
     chunk_summary,
     forward_chunk,
@@ -69,9 +70,8 @@ def last_row(x, G: tl.constexpr):
 def _program_channels(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
     """(batch row, channels [BLOCK_R], their in-bounds mask) of program ``pid``; the mask is
     a constant when BLOCK_R divides R, so that no row pays for it."""
-    n_rb = tl.cdiv(R, BLOCK_R)
-    b = pid // n_rb
-    offs_r = (pid % n_rb) * BLOCK_R + tl.arange(0, BLOCK_R)
+    b = pid // tl.cdiv(R, BLOCK_R)
+    offs_r = channel_block_start(pid, R, BLOCK_R) + tl.arange(0, BLOCK_R)
     col_mask = tl.full([BLOCK_R], True, tl.int1) if R % BLOCK_R == 0 else offs_r < R
     return b, offs_r, col_mask
 
