@@ -234,16 +234,33 @@ def _prefetch_chunk_rows(
 def prefetch_chunk(
     U, GATE_X, GATE_A, Y, GRAD_OUT, b, chunk, offs_r, L, R: tl.constexpr, T: tl.constexpr,
     GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, FULL_CHUNKS: tl.constexpr,
-    PASS: tl.constexpr,
+    PREFETCH: tl.constexpr, PASS: tl.constexpr,
 ):  # fmt: skip
-    """Prefetch into L2 the [B, L, R] inputs pass ``PASS`` reads from chunk ``chunk``, so
-    that its loads, when the walk reaches it, wait for L2 instead of DRAM.
+    """Prefetch into L2 the [B, L, R] inputs pass ``PASS`` will read PREFETCH chunks past the
+    current chunk ``chunk`` in its walk (later in time for the forward passes, earlier for the
+    reverse ones), so that its loads, when the walk reaches them, wait for L2 instead of
+    DRAM; nothing when PREFETCH is 0. Inputs the pass does not read may be any pointer.
 
     The row walk has no other way to overlap a chunk's DRAM latency with the previous
     chunk's arithmetic: its loads come first in each block of rows, and a register copy of
     the next chunk would double the registers. Passes: PASS_SUMMARY (the gate inputs),
     PASS_FORWARD (+ y, and u for the skip term of precomputed gates), PASS_REVERSE_SUMMARY
     (the decay input, dL/dout and y), PASS_BACKWARD (all of them)."""
+    if PREFETCH > 0:
+        chunk += PREFETCH if PASS <= PASS_FORWARD else -PREFETCH
+        _prefetch_pass_inputs(
+            U, GATE_X, GATE_A, Y, GRAD_OUT, b, chunk, offs_r, L, R, T, GATE_MODE, OUT_MODE,
+            FULL_CHUNKS, PASS,
+        )  # fmt: skip
+
+
+@triton.jit
+def _prefetch_pass_inputs(
+    U, GATE_X, GATE_A, Y, GRAD_OUT, b, chunk, offs_r, L, R: tl.constexpr, T: tl.constexpr,
+    GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, FULL_CHUNKS: tl.constexpr,
+    PASS: tl.constexpr,
+):  # fmt: skip
+    """:func:`prefetch_chunk`'s requests for chunk ``chunk`` itself."""
     if PASS != PASS_REVERSE_SUMMARY:
         if GATE_MODE != GATES_SAMU:
             _prefetch_chunk_rows(GATE_X, b, chunk, offs_r, L, R, T, FULL_CHUNKS)

@@ -117,11 +117,10 @@ def forward_sequential_kernel(
     # The loads of a chunk do not depend on the carried state: the pipeliner issues them
     # NUM_STAGES - 1 chunks ahead.
     for chunk in tl.range(0, n_chunks, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            prefetch_chunk(
-                U, GATE_X, GATE_A, Y, U, b, chunk + PREFETCH, offs_r, L, R, T, GATE_MODE,
-                OUT_MODE, FULL_CHUNKS, PASS_FORWARD,
-            )  # fmt: skip
+        prefetch_chunk(
+            U, GATE_X, GATE_A, Y, U, b, chunk, offs_r, L, R, T, GATE_MODE,
+            OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_FORWARD,
+        )  # fmt: skip
         h = forward_chunk(
             U,
             GATE_X,
@@ -195,11 +194,10 @@ def _run_summary(
     run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
     run_state = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
     for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            prefetch_chunk(
-                U, GATE_X, GATE_A, U, U, b, chunk + PREFETCH, offs_r, L, R, T, GATE_MODE, 0,
-                FULL_CHUNKS, PASS_SUMMARY,
-            )  # fmt: skip
+        prefetch_chunk(
+            U, GATE_X, GATE_A, U, U, b, chunk, offs_r, L, R, T, GATE_MODE, 0,
+            FULL_CHUNKS, PREFETCH, PASS_SUMMARY,
+        )  # fmt: skip
         run_decay, run_state = chunk_summary(
             U, GATE_X, GATE_A, RESET, b, chunk, run_decay, run_state, offs_r, col_mask, L, R,
             decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS,
@@ -245,11 +243,10 @@ def _forward_run(
 ):
     """Outputs (and checkpoints or states) of chunks [first, last) from incoming state h."""
     for chunk in tl.range(first, last, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            prefetch_chunk(
-                U, GATE_X, GATE_A, Y, U, b, chunk + PREFETCH, offs_r, L, R, T, GATE_MODE,
-                OUT_MODE, FULL_CHUNKS, PASS_FORWARD,
-            )  # fmt: skip
+        prefetch_chunk(
+            U, GATE_X, GATE_A, Y, U, b, chunk, offs_r, L, R, T, GATE_MODE,
+            OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_FORWARD,
+        )  # fmt: skip
         h = forward_chunk(
             U, GATE_X, GATE_A, Y, RESET, OUT, SAVED, b, chunk, h, offs_r, col_mask, L, R,
             n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
@@ -559,11 +556,10 @@ def backward_sequential_kernel(
     acc_logc = zero
     acc_skip = zero
     for i in tl.range(0, n_chunks, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            prefetch_chunk(
-                U, GATE_X, GATE_A, Y, GRAD_OUT, b, n_chunks - 1 - i - PREFETCH, offs_r, L, R, T,
-                GATE_MODE, OUT_MODE, FULL_CHUNKS, PASS_BACKWARD,
-            )  # fmt: skip
+        prefetch_chunk(
+            U, GATE_X, GATE_A, Y, GRAD_OUT, b, n_chunks - 1 - i, offs_r, L, R, T,
+            GATE_MODE, OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_BACKWARD,
+        )  # fmt: skip
         dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
             U,
             GATE_X,
@@ -665,11 +661,10 @@ def _reverse_run_summary(
     run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
     run_grad = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            prefetch_chunk(
-                U, GATE_A, GATE_A, Y, GRAD_OUT, b, last - 1 - i - PREFETCH, offs_r, L, R, T,
-                GATE_MODE, OUT_MODE, FULL_CHUNKS, PASS_REVERSE_SUMMARY,
-            )  # fmt: skip
+        prefetch_chunk(
+            U, GATE_A, GATE_A, Y, GRAD_OUT, b, last - 1 - i, offs_r, L, R, T,
+            GATE_MODE, OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_REVERSE_SUMMARY,
+        )  # fmt: skip
         a_next, run_decay, run_grad = reverse_chunk_summary(
             U, GATE_A, Y, GRAD_OUT, RESET, b, last - 1 - i, a_next, run_decay, run_grad,
             offs_r, col_mask, L, R, decay_scale, w_a, b_a, GATE_MODE, OUT_MODE, T, UNROLL,
@@ -784,11 +779,10 @@ def _backward_run(
         L, decay_scale, w_a, b_a, GATE_MODE, SHARED_SFU, HAS_RESETS,
     )  # fmt: skip
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            prefetch_chunk(
-                U, GATE_X, GATE_A, Y, GRAD_OUT, b, last - 1 - i - PREFETCH, offs_r, L, R, T,
-                GATE_MODE, OUT_MODE, FULL_CHUNKS, PASS_BACKWARD,
-            )  # fmt: skip
+        prefetch_chunk(
+            U, GATE_X, GATE_A, Y, GRAD_OUT, b, last - 1 - i, offs_r, L, R, T,
+            GATE_MODE, OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_BACKWARD,
+        )  # fmt: skip
         dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, SAVED, scratch, D_U, D_GATE_X, D_GATE_A, D_Y,
             b, last - 1 - i, dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc,
