@@ -78,6 +78,7 @@ class KernelStats:
     special_function: int
     global_loads: int
     global_stores: int
+    local_memory: int  # LDL + STL: register spills (and local arrays) when non-zero
 
 
 def sass_opcodes(sass: str) -> Counter[str]:
@@ -116,6 +117,7 @@ def kernel_stats(name: str, constants: str, kernel: CompiledKernel) -> KernelSta
         opcodes["MUFU"],
         opcodes["LDG"],
         opcodes["STG"],
+        opcodes["LDL"] + opcodes["STL"],
     )
 
 
@@ -300,12 +302,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         exercise(backend, compiler.failures, args.shape)
     if compiler.stats:
         print(
-            f"{'kernel':28} {'regs':>5} {'SASS':>6} {'MUFU':>5} {'LDG':>4} {'STG':>4}  constexprs"
+            f"{'kernel':28} {'regs':>5} {'SASS':>6} {'MUFU':>5} {'LDG':>4} {'STG':>4} "
+            f"{'LOCAL':>5}  constexprs"
         )
         for item in compiler.stats:
             print(
                 f"{item.name:28} {item.registers:5d} {item.instructions:6d} "
-                f"{item.special_function:5d} {item.global_loads:4d} {item.global_stores:4d}  "
+                f"{item.special_function:5d} {item.global_loads:4d} {item.global_stores:4d} "
+                f"{item.local_memory:5d}  "
                 f"{item.constants}"
             )
     print(f"compiled {len(compiler.compiled)} kernels for sm_90, {len(compiler.failures)} failures")

@@ -12,8 +12,8 @@ from samu_kernels.common.geometry import (
     HIERARCHICAL_UNROLL,
     HIERARCHICAL_WARPS_PER_SM,
     SEQUENTIAL_PREFETCH,
+    SPLIT_ELEMENTS_PER_THREAD,
     TILE_ENV,
-    WARPS_PER_SM,
     Tile,
     choose_tile,
     format_tile,
@@ -37,16 +37,43 @@ def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
         batch, length, width, chunk, hierarchical=hierarchical, multiprocessors=H200_SMS
     )
     assert (tile.num_warps, tile.backward_warps) == (1, 1)
-    assert tile.block_r in (32, 64)
     channel_programs = batch * -(-width // tile.block_r)
     if hierarchical:
         n_chunks = math.ceil(length / chunk)
         runs = math.ceil(n_chunks / tile.chunks_per_program)
         assert channel_programs * runs >= HIERARCHICAL_WARPS_PER_SM * H200_SMS
         assert tile.unroll == HIERARCHICAL_UNROLL
+        assert tile.block_r in (32, 64)
+        assert tile.split == 0
     else:
+        # Time-split programs; 16 channels when 32 leave SMs without one; whole chunks per
+        # tile, SPLIT_ELEMENTS_PER_THREAD elements per thread.
         assert tile.chunks_per_program == 1
-        assert tile.block_r == 32 or channel_programs >= WARPS_PER_SM * H200_SMS
+        filled = batch * -(-width // 32) >= H200_SMS
+        assert tile.block_r == (32 if filled else 16)
+        assert tile.tile_rows % chunk == 0
+        assert tile.tile_rows * tile.block_r == SPLIT_ELEMENTS_PER_THREAD * 32 * tile.split
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [
+        # (block_r, split, tile_rows): the fastest of the H200 sweep of 2026-12-04.
+        ((4, 2048, 2048), (32, 4, 32)),  # 256 programs: two per SM, 4 warps each
+        ((1, 8192, 2560), (16, 4, 64)),  # 160 programs: more than SMs, 4 warps each
+        ((1, 32768, 2048), (16, 8, 128)),  # 128 programs: one per SM, 8 warps each
+    ],
+)
+def test_sequential_tiles_of_the_reference_shapes(
+    shape: tuple[int, int, int], expected: tuple[int, int, int]
+) -> None:
+    tile = heuristic_tile(*shape, 32, hierarchical=False, multiprocessors=H200_SMS)
+    assert (tile.block_r, tile.split, tile.tile_rows) == expected
+
+
+def test_long_chunks_get_a_tile_each() -> None:
+    tile = heuristic_tile(1, 32768, 2048, 256, hierarchical=False, multiprocessors=H200_SMS)
+    assert (tile.tile_rows, tile.split) == (256, 16)
 
 
 def test_heuristic_handles_tiny_problems() -> None:
@@ -116,6 +143,8 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "unroll": tile.unroll,
         "chained": 0,
         "prefetch": 0,
+        "split": 0,
+        "tile_rows": 0,
     }
 
 
@@ -150,6 +179,9 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("chained=2", "0 or 1"),
         ("chained=-1", "0 or 1"),
         ("prefetch=-1", ">= 0"),
+        ("split=3", "0 or a power of two"),
+        ("split=64", "0 or a power of two"),
+        ("tile_rows=24", "0 or a power of two"),
     ],
 )
 def test_bad_override_is_refused(text: str, message: str) -> None:

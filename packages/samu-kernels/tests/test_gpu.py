@@ -69,6 +69,21 @@ def test_backend_matrix(architecture: str, backend: str, controller: str | None)
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [("rglru", *case) for case in _matrix("rglru") if "hierarchical" not in case[0]]
+    + [("samu", *case) for case in _matrix("samu") if "hierarchical" not in case[0]],
+)
+def test_row_walk_sequential_kernels(
+    architecture: str, backend: str, controller: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The matrix runs the sequential backends time-split (the default); split=0 walks rows.
+    monkeypatch.setenv(TILE_ENV, "split=0")
+    problem = make_problem(architecture, (3, 1000, 300), torch.float32, CUDA, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller"), samu_kernels.REFERENCE_FILE_ROWS

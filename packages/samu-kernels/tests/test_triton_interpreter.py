@@ -128,6 +128,26 @@ def runs_of(chunks: int) -> str:
             CHAINED,
         ),
         ("samu", "hierarchical_chunk8", "reference", CHAINED),
+        # Time-split sequential kernels: one row per warp (a one-chunk tile); one warp per
+        # program over two channel blocks; tiles of two and four chunks, the last one short
+        # (37 rows: tiles of 16, 16, 5 and of 32, 5), checkpoints and saved states; and the
+        # one-warp row walk they replace by default.
+        ("rglru", "fused_fused_output_fused_write_chunk8", None, "split=8,tile_rows=8"),
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk16",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=16",
+        ),
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=2,tile_rows=16,block_r=16",
+        ),
+        ("rglru", "fused_chunk8", None, "split=4,tile_rows=32"),
+        ("samu", "fused_output_fused_write_chunk8", "fp32_fused_coords", "split=0"),
+        ("rglru", "fused_chunk8", None, "split=0"),
     ],
 )
 def test_geometry_override(
@@ -168,7 +188,7 @@ def test_chunks_longer_than_the_unrolled_rows(
     device: torch.device,
 ) -> None:
     # Chunks longer than the unrolled rows loop over blocks of them; 4 rows per block
-    # exercises that path at interpreter speed.
-    monkeypatch.setenv(TILE_ENV, "unroll=4")
+    # exercises that path at interpreter speed (the row walk also for the sequential kernel).
+    monkeypatch.setenv(TILE_ENV, "split=0,unroll=4")
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)

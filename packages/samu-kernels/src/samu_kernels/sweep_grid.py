@@ -8,11 +8,12 @@ quarter of the unrolled rows, two channels per thread at half the rows, four-war
 and, for the hierarchical backends, longer and shorter runs of chunks per program (fewer or
 more programs), the L2 prefetch they do not use by default (``prefetch=1``) and the one-pass
 chained passes (``chained=1``, also with runs twice as long: half the hops in series, when
-the grid has room), or for the sequential ones two pipeline stages, half-warp rows (the only
-ways they get more loads in flight) and their L2 prefetch off and two chunks ahead.
-``chunks_per_program`` is a runtime argument (no recompilation); the other knobs each compile
-new kernels. The hierarchical grid also
-holds the heuristic's other channels-per-thread choice (``light_passes``).
+the grid has room). The sequential backends' time-split programs (``split.py``) get twice and
+half the warps on the same tile, tiles twice and half as long at the same elements per
+thread, twice and half the channels with the tile length that keeps them, and the one-warp
+row walk they replace (``split=0``). ``chunks_per_program`` is a runtime argument (no
+recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
+the heuristic's other channels-per-thread choice (``light_passes``).
 """
 
 from __future__ import annotations
@@ -46,17 +47,17 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
         )
 
     base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
+    if not spec.hierarchical:
+        return _unique([base, *_split_neighbours(base)])
     fewer_rows = replace(base, unroll=max(1, base.unroll // 2))
-    candidates = [
-        base,
-        fewer_rows,
-        replace(base, unroll=max(1, base.unroll // 4)),
-        replace(fewer_rows, block_r=2 * base.block_r),
-        replace(base, block_r=4 * base.block_r, num_warps=4, backward_warps=4),
-    ]
-    if spec.hierarchical:
-        runs = base.chunks_per_program
-        candidates += [
+    runs = base.chunks_per_program
+    return _unique(
+        [
+            base,
+            fewer_rows,
+            replace(base, unroll=max(1, base.unroll // 4)),
+            replace(fewer_rows, block_r=2 * base.block_r),
+            replace(base, block_r=4 * base.block_r, num_warps=4, backward_warps=4),
             heuristic(not spec.fused),  # the other channels-per-thread choice
             replace(base, chunks_per_program=2 * runs),
             replace(base, chunks_per_program=max(1, runs // 2)),
@@ -65,14 +66,25 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             replace(base, chained=1),
             replace(base, chained=1, chunks_per_program=2 * runs),
         ]
-    else:
-        candidates += [
-            replace(base, num_stages=2),
-            replace(base, block_r=max(MIN_BLOCK_R, base.block_r // 2)),
-            replace(fewer_rows, num_stages=2),
-            replace(base, prefetch=0),
-            replace(base, prefetch=2),
-        ]
+    )
+
+
+def _split_neighbours(base: Tile) -> list[Tile]:
+    """Neighbours of a time-split sequential tile, and the row walk (``split=0``)."""
+    rows, warps, block_r = base.tile_rows, base.split, base.block_r
+    return [
+        replace(base, split=2 * warps),
+        replace(base, split=max(1, warps // 2)),
+        replace(base, tile_rows=2 * rows, split=2 * warps),
+        replace(base, tile_rows=max(1, rows // 2), split=max(1, warps // 2)),
+        replace(base, block_r=2 * block_r, tile_rows=max(1, rows // 2)),
+        replace(base, block_r=max(MIN_BLOCK_R, block_r // 2), tile_rows=2 * rows),
+        replace(base, split=0),
+    ]
+
+
+def _unique(candidates: list[Tile]) -> list[Tile]:
+    """The first MAX_GEOMETRIES distinct tiles of ``candidates``, in order."""
     unique: list[Tile] = []
     for tile in candidates:
         if tile not in unique:

@@ -199,9 +199,13 @@ L2_LINE_BYTES: tl.constexpr = tl.constexpr(128)
 
 @triton.jit
 def _prefetch_l2(pointers):
-    """Ask L2 for the lines at ``pointers`` (``prefetch.global.L2``; nothing comes back)."""
+    """Ask L2 for the lines at ``pointers`` (``prefetch.global.L2``; nothing comes back).
+
+    The two PTX statements are separated by a space, not an escaped newline: Inductor copies
+    a kernel's source into the module it generates, and an escaped newline in a string there
+    became a real one (a SyntaxError when ``torch.compile`` loaded that module)."""
     tl.inline_asm_elementwise(
-        "prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;",
+        "prefetch.global.L2 [$1]; mov.u32 $0, 0;",
         "=r,l",
         [pointers],
         dtype=tl.int32,
@@ -507,6 +511,120 @@ def load_output_inputs(U, Y, offs, mask, first, GATE_MODE: tl.constexpr, OUT_MOD
 
 
 @triton.jit
+def output_of(h, y, skip_u, u, skip, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
+    """The output written for states ``h`` (any shape, fp32): h, y*h or y*(h + skip*u), with
+    u the loaded ``skip_u`` when the gates are precomputed (:func:`load_output_inputs`)."""
+    out = h
+    if OUT_MODE == OUT_Y_H_SKIP:
+        if GATE_MODE == GATES_PRECOMPUTED:
+            u = skip_u
+        out = y * (h + skip * u)
+    elif OUT_MODE == OUT_Y_H:
+        out = y * h
+    return out
+
+
+@triton.jit
+def input_gradients(
+    D_U,
+    D_GATE_X,
+    D_GATE_A,
+    D_Y,
+    offs,
+    mask,
+    start,
+    h,
+    x,
+    dh,
+    d_out,
+    g,
+    a2,
+    m,
+    gate_in,
+    gate_decay,
+    u,
+    log_a,
+    decay_scale,
+    w_a,
+    w_x,
+    skip,
+    GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr,
+    SHARED_SFU: tl.constexpr,
+):
+    """Store the input gradients of rows (any shape of elements at ``offs``) given dL/dh_t
+    ``dh``, the state ``h``, the output gradient ``d_out`` and ``g`` (dL/dh through the
+    output) and the gates of :func:`gates_of_row` (``u``: the skip input in the precomputed
+    mode); return the parameter-gradient terms (decay, w_a, w_x, b_a, b_x, log_c, skip),
+    for :func:`accumulate_terms` (a mode's unused terms are ``dh`` placeholders)."""
+    t_decay = dh
+    t_wa = dh
+    t_wx = dh
+    t_ba = dh
+    t_bx = dh
+    t_logc = dh
+    t_skip = dh
+    if OUT_MODE == OUT_Y_H_SKIP:
+        tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
+        t_skip = g * u
+    elif OUT_MODE == OUT_Y_H:
+        tl.store(D_Y + offs, (d_out * h).to(D_Y.dtype.element_ty), mask=mask)
+    # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
+    d_log_a = dh * (h - x)
+    if GATE_MODE == GATES_PRECOMPUTED:
+        tl.store(D_GATE_X + offs, dh, mask=mask)
+        tl.store(D_GATE_A + offs, tl.where(mask, d_log_a, 0.0), mask=mask)
+        if OUT_MODE == OUT_Y_H_SKIP:
+            tl.store(D_U + offs, (g * skip).to(D_U.dtype.element_ty), mask=mask)
+    else:
+        # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
+        if SHARED_SFU:
+            d_sqrt = reciprocal(tl.maximum(2.0 * m, MIN_TWICE_SQRT))
+        else:
+            d_sqrt = reciprocal(tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z)))
+        dh_m = dh * m
+        d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
+        d_log_a = tl.where(mask & (~start), d_log_a, 0.0)
+        d_gate_in_logit = dh_m * u * gate_in * (1.0 - gate_in)
+        d_gate_decay_logit = d_log_a * decay_scale * gate_decay * (1.0 - gate_decay)
+        d_u = dh_m * gate_in
+        t_decay = d_log_a * gate_decay
+        if GATE_MODE == GATES_RGLRU:
+            tl.store(D_GATE_X + offs, d_gate_in_logit.to(D_GATE_X.dtype.element_ty), mask=mask)
+            tl.store(D_GATE_A + offs, d_gate_decay_logit.to(D_GATE_A.dtype.element_ty), mask=mask)
+        else:
+            d_u += d_gate_decay_logit * w_a + d_gate_in_logit * w_x
+            t_wa = d_gate_decay_logit * u
+            t_wx = d_gate_in_logit * u
+            t_ba = d_gate_decay_logit
+            t_bx = d_gate_in_logit
+            t_logc = d_log_a * log_a
+        if OUT_MODE == OUT_Y_H_SKIP:
+            d_u += g * skip
+        tl.store(D_U + offs, d_u.to(D_U.dtype.element_ty), mask=mask)
+    return t_decay, t_wa, t_wx, t_ba, t_bx, t_logc, t_skip
+
+
+@triton.jit
+def accumulate_terms(accs, terms, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
+    """Add the parameter-gradient ``terms`` of :func:`input_gradients` that the modes use to
+    the accumulators ``accs`` (the same seven, any shape that broadcasts)."""
+    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
+    t_decay, t_wa, t_wx, t_ba, t_bx, t_logc, t_skip = terms
+    if GATE_MODE != GATES_PRECOMPUTED:
+        acc_decay += t_decay
+    if GATE_MODE == GATES_SAMU:
+        acc_wa += t_wa
+        acc_wx += t_wx
+        acc_ba += t_ba
+        acc_bx += t_bx
+        acc_logc += t_logc
+    if OUT_MODE == OUT_Y_H_SKIP:
+        acc_skip += t_skip
+    return acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip
+
+
+@triton.jit
 def forward_chunk(
     U,
     GATE_X,
@@ -567,13 +685,7 @@ def forward_chunk(
             offs = offs0 + k * R
             if SAVE_STATES:
                 tl.store(SAVED + offs, h, mask=mask)
-            out = h
-            if OUT_MODE == OUT_Y_H_SKIP:
-                if GATE_MODE == GATES_PRECOMPUTED:
-                    u = skip_u
-                out = y * (h + skip * u)
-            elif OUT_MODE == OUT_Y_H:
-                out = y * h
+            out = output_of(h, y, skip_u, u, skip, GATE_MODE, OUT_MODE)
             tl.store(OUT + offs, out.to(OUT.dtype.element_ty), mask=mask)
     return h
 
@@ -776,13 +888,7 @@ def backward_chunk(
     chunk,
     dh,
     a_next,
-    acc_decay,
-    acc_wa,
-    acc_wx,
-    acc_ba,
-    acc_bx,
-    acc_logc,
-    acc_skip,
+    accs,
     offs_r,
     col_mask,
     L,
@@ -807,11 +913,11 @@ def backward_chunk(
     """Backward of one chunk, last row first, given ``dh`` = dL/dh at the next chunk's first
     row and ``a_next`` = that row's decay (dL/dh_t = g_t + a_{t+1} dL/dh_{t+1}).
 
-    Writes the chunk's input gradients and adds its parameter-gradient terms to the
-    per-channel accumulators acc_decay = sum(d log_a * gate_decay), acc_wa, acc_wx, acc_ba,
-    acc_bx, acc_logc, acc_skip. Returns (dL/dh at the chunk's first row, that row's decay
-    a_0, the seven accumulators). The states h_t come from SAVED [B, L, R] or, with
-    FUSED_WRITE, from this program's SCRATCH rows, recomputed from the checkpoint.
+    Writes the chunk's input gradients and adds its parameter-gradient terms to the seven
+    per-channel accumulators ``accs`` (:func:`accumulate_terms`). Returns (dL/dh at the
+    chunk's first row, that row's decay a_0, the accumulators). The states h_t come from
+    SAVED [B, L, R] or, with FUSED_WRITE, from this program's SCRATCH rows, recomputed from
+    the checkpoint.
     """
     if FUSED_WRITE:
         recompute_chunk_states(
@@ -872,53 +978,15 @@ def backward_chunk(
             )  # fmt: skip
             if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
                 u = skip_u
-            if OUT_MODE == OUT_Y_H_SKIP:
-                tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
-                acc_skip += g * u
-            elif OUT_MODE == OUT_Y_H:
-                tl.store(D_Y + offs, (d_out * h).to(D_Y.dtype.element_ty), mask=mask)
             dh = g + a_next * dh
             a_next = a
-            # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
-            d_log_a = dh * (h - x)
-            if GATE_MODE == GATES_PRECOMPUTED:
-                tl.store(D_GATE_X + offs, dh, mask=mask)
-                tl.store(D_GATE_A + offs, tl.where(mask, d_log_a, 0.0), mask=mask)
-                if OUT_MODE == OUT_Y_H_SKIP:
-                    tl.store(D_U + offs, (g * skip).to(D_U.dtype.element_ty), mask=mask)
-            else:
-                # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
-                if SHARED_SFU:
-                    d_sqrt = reciprocal(tl.maximum(2.0 * m, MIN_TWICE_SQRT))
-                else:
-                    d_sqrt = reciprocal(tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z)))
-                dh_m = dh * m
-                d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
-                d_log_a = tl.where(mask & (~start), d_log_a, 0.0)
-                d_gate_in_logit = dh_m * u * gate_in * (1.0 - gate_in)
-                d_gate_decay_logit = d_log_a * decay_scale * gate_decay * (1.0 - gate_decay)
-                d_u = dh_m * gate_in
-                acc_decay += d_log_a * gate_decay
-                if GATE_MODE == GATES_RGLRU:
-                    tl.store(
-                        D_GATE_X + offs, d_gate_in_logit.to(D_GATE_X.dtype.element_ty), mask=mask
-                    )
-                    tl.store(
-                        D_GATE_A + offs,
-                        d_gate_decay_logit.to(D_GATE_A.dtype.element_ty),
-                        mask=mask,
-                    )
-                else:
-                    d_u += d_gate_decay_logit * w_a + d_gate_in_logit * w_x
-                    acc_wa += d_gate_decay_logit * u
-                    acc_wx += d_gate_in_logit * u
-                    acc_ba += d_gate_decay_logit
-                    acc_bx += d_gate_in_logit
-                    acc_logc += d_log_a * log_a
-                if OUT_MODE == OUT_Y_H_SKIP:
-                    d_u += g * skip
-                tl.store(D_U + offs, d_u.to(D_U.dtype.element_ty), mask=mask)
-    return dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip
+            terms = input_gradients(
+                D_U, D_GATE_X, D_GATE_A, D_Y, offs, mask, start, h, x, dh, d_out, g, a2, m,
+                gate_in, gate_decay, u, log_a, decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE,
+                SHARED_SFU,
+            )  # fmt: skip
+            accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
+    return dh, a_next, accs
 
 
 @triton.jit

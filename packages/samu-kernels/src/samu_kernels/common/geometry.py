@@ -3,7 +3,8 @@ chunks per program, from a small per-shape heuristic or the ``SAMU_KERNELS_TILE`
 
 The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
-    SAMU_KERNELS_TILE="block_r=64,warps=2,bwd_warps=2,stages=3,chunks=8,unroll=8,chained=1,prefetch=1"
+    SAMU_KERNELS_TILE="block_r=64,warps=2,stages=3,chunks=8,unroll=8,prefetch=1"
+    SAMU_KERNELS_TILE="block_r=16,split=4,tile_rows=64"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -11,8 +12,11 @@ pipeline depth of the chunk loops, >= 1), ``chunks`` (consecutive chunks one pro
 a hierarchical pass covers, >= 1), ``unroll`` (rows of a chunk unrolled at a time, a
 power of two; capped at the chunk length) and ``chained`` (1: each hierarchical direction
 in one pass, runs chained in order; 0: three passes) and ``prefetch`` (chunks ahead of the
-walk whose inputs each chunk asks L2 for; 0: none; compiled kernels only). Keys left out keep
-the heuristic's value.
+walk whose inputs each chunk asks L2 for; 0: none; compiled kernels only) and ``split`` (the
+sequential kernels only: 0 walks each chunk row by row in a one-warp program; a power of two
+W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) and
+``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk). Keys left
+out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -51,6 +55,23 @@ programs (B * R / BLOCK_R one-warp programs: ~2 per SM on the reference shapes) 
 a chunk's DRAM latency behind each other; in the H200 run of 2026-12-03 one chunk ahead made
 them 7-30 % faster (two chunks: no better), while it made the hierarchical passes, with ~32
 programs per SM, 4-18 % slower in all but one case: they keep 0."""
+SPLIT_ELEMENTS_PER_THREAD = 8
+"""Elements of each [B, L, R] input a thread of a time-split sequential program holds per
+tile (``Tile.tile_rows`` * ``block_r`` / (32 * ``split``)). In the H200 sweep of 2026-12-04
+(chunks of 16..128 rows, 4..16 warps, 16 or 32 channels, both architectures, the three
+reference shapes) every shape's fastest tile held 8; 16 was up to 2x slower and 32 spilled
+registers (up to 30x slower)."""
+SPLIT_WARPS = 4
+"""Warps of a time-split program when the problem has more programs than multiprocessors:
+the backward kernel holds 255 registers per thread, so only 8 warps fit a multiprocessor,
+and 8-warp programs would run in two waves ([1, 8192, 2560]: 64-row tiles of 4 warps
+0.846 ms, 128-row tiles of 8 warps 0.971 ms)."""
+SPLIT_WARPS_ALONE = 8
+"""Warps of a time-split program when every program has a multiprocessor to itself: more
+rows per tile keep more loads in flight ([1, 32768, 2048]: 128-row tiles of 8 warps
+1.895 ms, 64 rows of 4 warps 2.624 ms)."""
+MAX_SPLIT = 16
+"""Most warps of a time-split program."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
@@ -70,6 +91,8 @@ _KEYS = {
     "unroll": "unroll",
     "chained": "chained",
     "prefetch": "prefetch",
+    "split": "split",
+    "tile_rows": "tile_rows",
 }
 
 
@@ -86,7 +109,12 @@ class Tile:
     measured 0-15 % slower than the three passes on the H200. prefetch: at the start of
     each chunk, the chunk that many chunks ahead of the walk (behind it, in the backward) is
     requested into L2 (``prefetch.global.L2``), so that its loads wait for L2 instead of
-    DRAM; 0 turns it off, and the interpreter (no inline assembly) ignores it.
+    DRAM; 0 turns it off, and the interpreter (no inline assembly) ignores it. split
+    (sequential kernels only): 0 walks each chunk row by row in one-warp programs; W > 0
+    gives each program W warps (at most its tile's rows) that share the rows of each tile
+    (``split.py``; the warps knobs and unroll, stages and prefetch do not apply to them).
+    tile_rows: the rows such a program loads and scans at once, rounded up to the chunk
+    (a tile holds whole chunks; 0: one chunk).
     """
 
     block_r: int
@@ -97,6 +125,8 @@ class Tile:
     unroll: int
     chained: int = 0
     prefetch: int = 0
+    split: int = 0
+    tile_rows: int = 0
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -127,7 +157,13 @@ def heuristic_tile(
     (hierarchical passes with registers to spare: the fused RG-LRU gates) gives a program of
     32 channels, when the width has more, LIGHT_PASS_CHANNELS_PER_THREAD channels per thread
     and runs as many times longer, so a quarter of the programs each keep more loads in
-    flight. The sequential kernels prefetch SEQUENTIAL_PREFETCH chunks ahead into L2.
+    flight. Sequential kernels split time inside a program (``split.py``): 32 channels
+    per program when that gives every multiprocessor a program, else 16 (twice the
+    programs); SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a
+    multiprocessor to itself, sharing tiles of as many rows as give each thread
+    SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
+    for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
+    ahead into L2.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -144,6 +180,16 @@ def heuristic_tile(
         if light_passes and block_r == CHANNELS_PER_WARP < width:
             block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
             chunks_per_program *= LIGHT_PASS_CHANNELS_PER_THREAD
+    split = tile_rows = 0
+    if not hierarchical:
+        filled = batch * -(-width // CHANNELS_PER_WARP) >= multiprocessors
+        block_r = CHANNELS_PER_WARP if filled else MIN_BLOCK_R
+        block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
+        alone = batch * -(-width // block_r) <= multiprocessors
+        warps = SPLIT_WARPS_ALONE if alone else SPLIT_WARPS
+        per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // block_r  # rows
+        tile_rows = max(chunk, warps * per_warp)
+        split = min(MAX_SPLIT, tile_rows // per_warp)
     return Tile(
         block_r=block_r,
         num_warps=1,
@@ -152,6 +198,8 @@ def heuristic_tile(
         chunks_per_program=chunks_per_program,
         unroll=min(unroll, chunk),
         prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
+        split=split,
+        tile_rows=tile_rows,
     )
 
 
@@ -182,6 +230,14 @@ def parse_tile_override(text: str) -> dict[str, int]:
         if key == "chained":
             if value not in (0, 1):
                 raise ValueError(f"{TILE_ENV}: chained must be 0 or 1, got {value}")
+        elif key == "split":
+            if value != 0 and not (power_of_two and value <= 32):
+                raise ValueError(
+                    f"{TILE_ENV}: split must be 0 or a power of two in 1..32, got {value}"
+                )
+        elif key == "tile_rows":
+            if value != 0 and not power_of_two:
+                raise ValueError(f"{TILE_ENV}: tile_rows must be 0 or a power of two, got {value}")
         elif key == "prefetch":
             if value < 0:
                 raise ValueError(f"{TILE_ENV}: prefetch must be >= 0, got {value}")

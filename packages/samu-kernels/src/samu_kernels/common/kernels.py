@@ -67,7 +67,7 @@ def last_row(x, G: tl.constexpr):
 
 
 @triton.jit
-def _program_channels(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
+def program_channels(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
     """(batch row, channels [BLOCK_R], their in-bounds mask) of program ``pid``; the mask is
     a constant when BLOCK_R divides R, so that no row pays for it."""
     b = pid // tl.cdiv(R, BLOCK_R)
@@ -105,7 +105,7 @@ def forward_sequential_kernel(
     NUM_STAGES: tl.constexpr,
     PREFETCH: tl.constexpr,
 ):
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
@@ -281,7 +281,7 @@ def run_summary_kernel(
     PREFETCH: tl.constexpr,
 ):
     """Summary of a run of chunks: s -> SUM_A s + SUM_B (decay product, end state from 0)."""
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, w_x, b_a, b_x, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
@@ -315,7 +315,7 @@ def prefix_kernel(
     Forward: CARRY[b, c] = state entering run c (INIT or 0 for c = 0), FINAL = end state.
     Reverse: CARRY[b, c] = dL/dh at run c+1's first row (INIT or 0 for the last run).
     """
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
     if HAS_INIT:
         carry = tl.load(INIT + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
     else:
@@ -387,7 +387,7 @@ def forward_runs_kernel(
     PREFETCH: tl.constexpr,
 ):
     """Outputs of a run of chunks from the state entering it (CARRY [B, n_runs, R])."""
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
@@ -465,7 +465,7 @@ def forward_chained_kernel(
     look-back.
     """
     column = tl.program_id(0)
-    b, offs_r, col_mask = _program_channels(column, R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
     run = tl.atomic_add(TICKET + column, 1)
     decay_scale, _, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
@@ -538,7 +538,7 @@ def backward_sequential_kernel(
     PREFETCH: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    b, offs_r, col_mask = _program_channels(pid, R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(pid, R, BLOCK_R)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
@@ -560,7 +560,7 @@ def backward_sequential_kernel(
             U, GATE_X, GATE_A, Y, GRAD_OUT, b, n_chunks - 1 - i, offs_r, L, R, T,
             GATE_MODE, OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_BACKWARD,
         )  # fmt: skip
-        dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
+        dh, a_next, accs = backward_chunk(
             U,
             GATE_X,
             GATE_A,
@@ -577,13 +577,7 @@ def backward_sequential_kernel(
             n_chunks - 1 - i,
             dh,
             a_next,
-            acc_decay,
-            acc_wa,
-            acc_wx,
-            acc_ba,
-            acc_bx,
-            acc_logc,
-            acc_skip,
+            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip),
             offs_r,
             col_mask,
             L,
@@ -605,6 +599,7 @@ def backward_sequential_kernel(
             FULL_CHUNKS,
             FUSED_WRITE,
         )
+        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
     # dL/dh0 = a_0 dL/dh_0.
     tl.store(D_H0 + state_row, a_next * dh, mask=col_mask)
     store_partials(
@@ -702,7 +697,7 @@ def reverse_run_summary_kernel(
 ):
     """Reverse summary of a run: dL/dh at its first row = SUM_A carry + SUM_B, where carry
     is dL/dh at the next run's first row. The run is walked from its last row."""
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
     decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
@@ -783,13 +778,14 @@ def _backward_run(
             U, GATE_X, GATE_A, Y, GRAD_OUT, b, last - 1 - i, offs_r, L, R, T,
             GATE_MODE, OUT_MODE, FULL_CHUNKS, PREFETCH, PASS_BACKWARD,
         )  # fmt: skip
-        dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = backward_chunk(
+        dh, a_next, accs = backward_chunk(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, SAVED, scratch, D_U, D_GATE_X, D_GATE_A, D_Y,
-            b, last - 1 - i, dh, a_next, acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc,
-            acc_skip, offs_r, col_mask, L, R, n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip,
-            GATE_MODE, OUT_MODE, T, UNROLL, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS,
-            FUSED_WRITE,
+            b, last - 1 - i, dh, a_next,
+            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip), offs_r, col_mask, L,
+            R, n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
+            BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE,
         )  # fmt: skip
+        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
     # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
     tl.store(
         D_H0 + b.to(tl.int64) * R + offs_r, a_next * dh, mask=col_mask & (offs_r * 0 + run == 0)
@@ -838,7 +834,7 @@ def backward_runs_kernel(
 ):
     """Backward of a run of chunks, last chunk first, from CARRY [B, n_runs, R] (dL/dh at
     the next run's first row); one row of PARTIAL per program."""
-    b, offs_r, col_mask = _program_channels(tl.program_id(0), R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
     run = tl.program_id(1)
     dh = tl.load(CARRY + state_offsets(b, run, offs_r, R, n_runs), mask=col_mask, other=0.0)
     _backward_run(
@@ -898,7 +894,7 @@ def backward_chained_kernel(
     chained forward.
     """
     column = tl.program_id(0)
-    b, offs_r, col_mask = _program_channels(column, R, BLOCK_R)
+    b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
     run = n_runs - 1 - tl.atomic_add(TICKET + column, 1)
     decay_scale, _, w_a, _, b_a, _, _ = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE

@@ -19,7 +19,7 @@ import torch
 import triton
 
 from samu_kernels.backends import BackendSpec
-from samu_kernels.common import kernels
+from samu_kernels.common import kernels, split
 from samu_kernels.common.chunk import INLINE_ASSEMBLY
 from samu_kernels.common.geometry import MAX_PREFIX_TILE_ELEMENTS, MIN_BLOCK_R, Tile, choose_tile
 
@@ -162,6 +162,23 @@ class _Geometry:
             return like
         return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
 
+    def split_flags(self, config: ScanConfig, *, has_resets: bool) -> dict[str, Any]:
+        """The constexprs and launch options of the time-split sequential kernels."""
+        rows = max(self.tile.tile_rows, config.chunk)
+        split = min(self.tile.split, rows)
+        return {
+            "GATE_MODE": int(config.gate_mode),
+            "OUT_MODE": int(config.out_mode),
+            "T": config.chunk,
+            "TILE": rows,
+            "SPLIT": split,
+            "BLOCK_R": self.tile.block_r,
+            "SHARED_SFU": config.shared_sfu,
+            "HAS_RESETS": has_resets,
+            "FULL_TILES": self.length % rows == 0,
+            "num_warps": split,
+        }
+
     def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
         """The constexprs and launch options shared by the chunk kernels."""
         return {
@@ -220,7 +237,13 @@ def launch_forward(
     flags = geo.flags(config, has_resets=reset is not None, backward=False)
     sizes = (geo.length, geo.width, geo.n_chunks)
     if not config.hierarchical:
-        wrap(kernels.forward_sequential_kernel)[(geo.batch * geo.n_rb,)](
+        # Time-split programs (split.py) unless the tile asks for the one-warp row walk.
+        if geo.tile.split:
+            kernel = split.forward_split_kernel
+            flags = geo.split_flags(config, has_resets=reset is not None)
+        else:
+            kernel = kernels.forward_sequential_kernel
+        wrap(kernel)[(geo.batch * geo.n_rb,)](
             *pointers,
             _or(h0, u),
             result.output,
@@ -399,6 +422,20 @@ def launch_backward(
     flags = geo.flags(config, has_resets=reset is not None, backward=True)
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
+    if not config.hierarchical and geo.tile.split:
+        partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
+        wrap(split.backward_split_kernel)[(geo.batch * geo.n_rb,)](
+            *inputs,
+            grad_final,
+            saved,
+            *outputs,
+            grads.d_h0,
+            partial,
+            *sizes,
+            FUSED_WRITE=config.fused_write,
+            **geo.split_flags(config, has_resets=reset is not None),
+        )
+        return _reduce_partials(partial, grads, config)
     if not config.hierarchical:
         partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
         n_programs = geo.batch * geo.n_rb
