@@ -64,6 +64,8 @@ DEFAULT_BACKENDS = (
     "chunk16",
 )
 SHAPE = (2, 40, 24)
+SHOWN_CONSTEXPRS = ("T", "TILE", "SPLIT", "UNROLL", "BLOCK_R", "GATE_MODE", "HAS_RESETS", "HAS_H0")
+"""The constexprs ``--stats`` prints for each kernel."""
 CUOBJDUMP = Path(nvidia_compiler.__file__).parent / "bin" / "cuobjdump"
 
 
@@ -176,8 +178,7 @@ class Compiler:
             shown = {
                 param.name: bound.get(param.name, param.default)
                 for param in fn.params
-                if param.is_constexpr
-                and param.name in ("T", "UNROLL", "BLOCK_R", "GATE_MODE", "HAS_RESETS", "HAS_H0")
+                if param.is_constexpr and param.name in SHOWN_CONSTEXPRS
             }
             dtype = next((kind for kind in signature.values() if kind.startswith("*")), "")
             summary = " ".join([dtype[1:], *(f"{key}={value}" for key, value in shown.items())])
