@@ -422,28 +422,23 @@ def launch_backward(
     flags = geo.flags(config, has_resets=reset is not None, backward=True)
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
-    if not config.hierarchical and geo.tile.split:
-        partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
-        wrap(split.backward_split_kernel)[(geo.batch * geo.n_rb,)](
-            *inputs,
-            grad_final,
-            saved,
-            *outputs,
-            grads.d_h0,
-            partial,
-            *sizes,
-            FUSED_WRITE=config.fused_write,
-            **geo.split_flags(config, has_resets=reset is not None),
-        )
-        return _reduce_partials(partial, grads, config)
     if not config.hierarchical:
         partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
         n_programs = geo.batch * geo.n_rb
-        wrap(kernels.backward_sequential_kernel)[(n_programs,)](
+        # Time-split programs (split.py) keep a tile's states in registers; the row walk
+        # rereads a recomputed chunk from its scratch rows.
+        if geo.tile.split:
+            kernel = split.backward_split_kernel
+            flags = geo.split_flags(config, has_resets=reset is not None)
+            scratch_rows: tuple[torch.Tensor, ...] = ()
+        else:
+            kernel = kernels.backward_sequential_kernel
+            scratch_rows = (geo.scratch(u, config, n_programs),)
+        wrap(kernel)[(n_programs,)](
             *inputs,
             grad_final,
             saved,
-            geo.scratch(u, config, n_programs),
+            *scratch_rows,
             *outputs,
             grads.d_h0,
             partial,

@@ -169,6 +169,21 @@ def _state_row(STATE, b, chunk, offs_r, col_mask, R, n_rows):
 
 
 @triton.jit
+def _program_constants(CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr,
+                       GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):  # fmt: skip
+    """This program's (batch row, channels, their mask) and :func:`chunk.channel_constants`,
+    the per-element ones shaped [1, 1, BLOCK_R] to broadcast over tiles."""
+    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
+    decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
+        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    )
+    return (
+        b, offs_r, col_mask, decay_scale[None, None, :], a_param_factor, w_a[None, None, :],
+        w_x[None, None, :], b_a, b_x, skip,
+    )  # fmt: skip
+
+
+@triton.jit
 def _store_checkpoints(SAVED, b, rows, states_before, offs_r, mask, R, n_chunks,
                        T: tl.constexpr):  # fmt: skip
     """Store the state entering each chunk that starts inside a tile (its rows at multiples
@@ -211,13 +226,9 @@ def forward_split_kernel(
     ``num_warps=SPLIT``); with FUSED_WRITE, the state entering every chunk goes to SAVED."""
     S: tl.constexpr = TILE // SPLIT
     n_tiles = tl.cdiv(L, TILE)
-    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
-    decay_scale, _a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
-        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    b, offs_r, col_mask, decay_scale, _a_param_factor, w_a, w_x, b_a, b_x, skip = (
+        _program_constants(CHANNEL, SCALARS, R, BLOCK_R, GATE_MODE, OUT_MODE)
     )
-    decay_scale = decay_scale[None, None, :]
-    w_a = w_a[None, None, :]
-    w_x = w_x[None, None, :]
     final_row, state_mask = _state_row(FINAL, b, 0, offs_r, col_mask, R, 1)
     if HAS_H0:
         h0_row, _ = _state_row(H0, b, 0, offs_r, col_mask, R, 1)
@@ -292,13 +303,9 @@ def backward_split_kernel(
     S: tl.constexpr = TILE // SPLIT
     CHUNKS_PER_TILE: tl.constexpr = TILE // T
     n_tiles = tl.cdiv(L, TILE)
-    b, offs_r, col_mask = program_channels(tl.program_id(0), R, BLOCK_R)
-    decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
-        CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
+    b, offs_r, col_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = _program_constants(
+        CHANNEL, SCALARS, R, BLOCK_R, GATE_MODE, OUT_MODE
     )
-    decay_scale = decay_scale[None, None, :]
-    w_a = w_a[None, None, :]
-    w_x = w_x[None, None, :]
     final_row, state_mask = _state_row(GRAD_FINAL, b, 0, offs_r, col_mask, R, 1)
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = tl.load(final_row, mask=state_mask, other=0.0)
