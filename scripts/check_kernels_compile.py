@@ -64,7 +64,16 @@ DEFAULT_BACKENDS = (
     "chunk16",
 )
 SHAPE = (2, 40, 24)
-SHOWN_CONSTEXPRS = ("T", "TILE", "SPLIT", "UNROLL", "BLOCK_R", "GATE_MODE", "HAS_RESETS", "HAS_H0")
+SHOWN_CONSTEXPRS = (
+    "T",
+    "TILE",
+    "SEGMENTS",
+    "UNROLL",
+    "BLOCK_R",
+    "GATE_MODE",
+    "HAS_RESETS",
+    "HAS_H0",
+)
 """The constexprs ``--stats`` prints for each kernel."""
 CUOBJDUMP = Path(nvidia_compiler.__file__).parent / "bin" / "cuobjdump"
 

@@ -13,6 +13,7 @@ from samu_kernels.common.geometry import (
     HIERARCHICAL_WARPS_PER_SM,
     SEQUENTIAL_PREFETCH,
     SPLIT_ELEMENTS_PER_THREAD,
+    SPLIT_ELEMENTS_PER_THREAD_WIDE,
     TILE_ENV,
     Tile,
     choose_tile,
@@ -47,19 +48,21 @@ def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
         assert tile.split == 0
     else:
         # Time-split programs; 16 channels when 32 leave SMs without one; whole chunks per
-        # tile, SPLIT_ELEMENTS_PER_THREAD elements per thread.
+        # tile, SPLIT_ELEMENTS_PER_THREAD elements per thread (_WIDE in 32-channel programs).
         assert tile.chunks_per_program == 1
         filled = batch * -(-width // 32) >= H200_SMS
         assert tile.block_r == (32 if filled else 16)
         assert tile.tile_rows % chunk == 0
-        assert tile.tile_rows * tile.block_r == SPLIT_ELEMENTS_PER_THREAD * 32 * tile.split
+        wide_block = tile.block_r == 32
+        elements = SPLIT_ELEMENTS_PER_THREAD_WIDE if wide_block else SPLIT_ELEMENTS_PER_THREAD
+        assert tile.tile_rows * tile.block_r == elements * 32 * tile.split
 
 
 @pytest.mark.parametrize(
     ("shape", "expected"),
     [
-        # (block_r, split, tile_rows): the fastest of the H200 sweep of 2026-12-04.
-        ((4, 2048, 2048), (32, 4, 32)),  # 256 programs: two per SM, 4 warps each
+        # (block_r, split, tile_rows): the fastest of the H200 runs of 2026-12-04.
+        ((4, 2048, 2048), (32, 4, 64)),  # 256 programs: two per SM, 4 warps each
         ((1, 8192, 2560), (16, 4, 64)),  # 160 programs: more than SMs, 4 warps each
         ((1, 32768, 2048), (16, 8, 128)),  # 128 programs: one per SM, 8 warps each
     ],

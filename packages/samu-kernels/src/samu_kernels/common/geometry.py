@@ -57,10 +57,13 @@ them 7-30 % faster (two chunks: no better), while it made the hierarchical passe
 programs per SM, 4-18 % slower in all but one case: they keep 0."""
 SPLIT_ELEMENTS_PER_THREAD = 8
 """Elements of each [B, L, R] input a thread of a time-split sequential program holds per
-tile (``Tile.tile_rows`` * ``block_r`` / (32 * ``split``)). In the H200 sweep of 2026-12-04
-(chunks of 16..128 rows, 4..16 warps, 16 or 32 channels, both architectures, the three
-reference shapes) every shape's fastest tile held 8; 16 was up to 2x slower and 32 spilled
-registers (up to 30x slower)."""
+tile (``Tile.tile_rows`` * ``block_r`` / (32 * ``split``)) in programs of 16 channels. In the
+H200 runs of 2026-12-04 (docs/performance.md, "Segments in threads") 8 beat 4 and 16 on
+[1, 8192, 2560] and [1, 32768, 2048] for both architectures (by 1.1-1.5x)."""
+SPLIT_ELEMENTS_PER_THREAD_WIDE = 16
+"""The same in programs of 32 channels (chosen when B * R / 32 fills the multiprocessors):
+on [4, 2048, 2048], 16 elements were 1.29x (SAMU) and 1.08x (RG-LRU) faster than 8, and 32
+2.4x slower."""
 SPLIT_WARPS = 4
 """Warps of a time-split program when the problem has more programs than multiprocessors:
 the backward kernel holds 255 registers per thread, so only 8 warps fit a multiprocessor,
@@ -161,7 +164,8 @@ def heuristic_tile(
     per program when that gives every multiprocessor a program, else 16 (twice the
     programs); SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a
     multiprocessor to itself, sharing tiles of as many rows as give each thread
-    SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
+    SPLIT_ELEMENTS_PER_THREAD elements (SPLIT_ELEMENTS_PER_THREAD_WIDE in 32-channel
+    programs; at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
     ahead into L2.
     """
@@ -187,7 +191,9 @@ def heuristic_tile(
         block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
         alone = batch * -(-width // block_r) <= multiprocessors
         warps = SPLIT_WARPS_ALONE if alone else SPLIT_WARPS
-        per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // block_r  # rows
+        wide_block = block_r == CHANNELS_PER_WARP
+        elements = SPLIT_ELEMENTS_PER_THREAD_WIDE if wide_block else SPLIT_ELEMENTS_PER_THREAD
+        per_warp = CHANNELS_PER_WARP * elements // block_r  # rows
         tile_rows = max(chunk, warps * per_warp)
         split = min(MAX_SPLIT, tile_rows // per_warp)
     return Tile(

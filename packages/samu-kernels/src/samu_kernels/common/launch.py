@@ -21,7 +21,13 @@ import triton
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels, split
 from samu_kernels.common.chunk import INLINE_ASSEMBLY
-from samu_kernels.common.geometry import MAX_PREFIX_TILE_ELEMENTS, MIN_BLOCK_R, Tile, choose_tile
+from samu_kernels.common.geometry import (
+    CHANNELS_PER_WARP,
+    MAX_PREFIX_TILE_ELEMENTS,
+    MIN_BLOCK_R,
+    Tile,
+    choose_tile,
+)
 
 __all__ = [
     "BackwardResult",
@@ -163,20 +169,25 @@ class _Geometry:
         return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
 
     def split_flags(self, config: ScanConfig, *, has_resets: bool) -> dict[str, Any]:
-        """The constexprs and launch options of the time-split sequential kernels."""
+        """The constexprs and launch options of the time-split sequential kernels: a tile of
+        TILE rows in SEGMENTS segments, as many as put ``split.COLUMNS_PER_THREAD`` tile
+        columns on every thread of the ``split`` warps (each warp holds whole segments, and
+        a thread all the rows of its columns)."""
         rows = max(self.tile.tile_rows, config.chunk)
-        split = min(self.tile.split, rows)
+        warps = self.tile.split
+        columns = warps * CHANNELS_PER_WARP * split.COLUMNS_PER_THREAD.value
+        segments = min(rows, max(1, columns // self.tile.block_r))
         return {
             "GATE_MODE": int(config.gate_mode),
             "OUT_MODE": int(config.out_mode),
             "T": config.chunk,
             "TILE": rows,
-            "SPLIT": split,
+            "SEGMENTS": segments,
             "BLOCK_R": self.tile.block_r,
             "SHARED_SFU": config.shared_sfu,
             "HAS_RESETS": has_resets,
             "FULL_TILES": self.length % rows == 0,
-            "num_warps": split,
+            "num_warps": warps,
         }
 
     def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
