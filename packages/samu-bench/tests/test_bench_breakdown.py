@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from triton.runtime.jit import KernelInterface
 
 from samu_bench import CaseSpec, ResidentRow, Row, cli
 from samu_bench.breakdown import CATEGORIES, categorize, step_breakdown
+from samu_kernels.common import kernels as common_kernels
+from samu_kernels.common import split
 
 CPU = torch.device("cpu")
 
@@ -40,6 +43,19 @@ CPU = torch.device("cpu")
 def test_kernels_fall_in_categories(name: str, category: str) -> None:
     assert categorize(name) == category
     assert category in CATEGORIES
+
+
+def test_every_scan_kernel_is_a_scan() -> None:
+    # Each Triton kernel of the scan ops, by the name the profiler reports.
+    scan_modules = (common_kernels, split)
+    names = [
+        name
+        for module in scan_modules
+        for name, value in vars(module).items()
+        if isinstance(value, KernelInterface) and name.endswith("_kernel")
+    ]
+    assert "backward_split_kernel" in names
+    assert {name: categorize(name) for name in names} == dict.fromkeys(names, "scan")
 
 
 def linear_row(case: CaseSpec, row: Row, device: torch.device) -> torch.nn.Module:

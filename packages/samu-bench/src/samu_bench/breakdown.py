@@ -31,6 +31,8 @@ CATEGORY_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "run_summary_kernel",
             "prefix_kernel",
             "_sequential_kernel",
+            "_split_kernel",
+            "_chained_kernel",
             "hgrn",
             "forward_scan",
             "backward_scan",
