@@ -114,7 +114,7 @@ class Tile:
     requested into L2 (``prefetch.global.L2``), so that its loads wait for L2 instead of
     DRAM; 0 turns it off, and the interpreter (no inline assembly) ignores it. split
     (sequential kernels only): 0 walks each chunk row by row in one-warp programs; W > 0
-    gives each program W warps (at most its tile's rows) that share the rows of each tile
+    gives each program W warps that share the rows of each tile, in segments of consecutive rows
     (``split.py``; the warps knobs and unroll, stages and prefetch do not apply to them).
     tile_rows: the rows such a program loads and scans at once, rounded up to the chunk
     (a tile holds whole chunks; 0: one chunk).
