@@ -2,7 +2,7 @@
 
 The row walk (``kernels.forward_sequential_kernel``) gives a program one warp and walks a
 chunk row by row; with one program per (batch row, channel block) that leaves ~2 warps per
-SM on the reference shapes, each waiting on its own loads. Here a program of ``SEGMENTS`` warps
+SM on the reference shapes, each waiting on its own loads. Here a program of ``split`` warps
 walks its sequence in tiles of TILE rows (whole chunks: TILE is a multiple of the chunk T)
 cut into SEGMENTS segments of S = TILE / SEGMENTS consecutive rows, each tile held as one
 [S, SEGMENTS * BLOCK_R] register tile whose column w * BLOCK_R + c is channel c of segment
