@@ -11,6 +11,8 @@ from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import (
     HIERARCHICAL_UNROLL,
     HIERARCHICAL_WARPS_PER_SM,
+    LOOKBACK_ELEMENTS_PER_THREAD,
+    LOOKBACK_WARPS,
     SEQUENTIAL_PREFETCH,
     SPLIT_ELEMENTS_PER_THREAD,
     SPLIT_ELEMENTS_PER_THREAD_WIDE,
@@ -148,6 +150,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "prefetch": 0,
         "split": 0,
         "tile_rows": 0,
+        "lookback": 0,
     }
 
 
@@ -155,6 +158,25 @@ def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> Non
     assert heuristic_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 0
     monkeypatch.setenv(TILE_ENV, "chained=1")
     assert choose_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 1
+
+
+def test_lookback_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Measured slower than the three passes on the H200: opt-in. Its parts are sized for
+    # names with grouped_prefix (8 elements per thread: 64 rows at 16 channels), always.
+    tile = heuristic_tile(1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS)
+    assert tile.lookback == 0
+    grouped = heuristic_tile(
+        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, lookback=True
+    )
+    assert (grouped.lookback, grouped.split) == (0, LOOKBACK_WARPS)
+    rows = LOOKBACK_WARPS * 32 * LOOKBACK_ELEMENTS_PER_THREAD // grouped.block_r
+    assert grouped.tile_rows == max(32, rows)
+    monkeypatch.setenv(TILE_ENV, "lookback=1")
+    asked = choose_tile(
+        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, lookback=True
+    )
+    assert asked.lookback == 1
+    assert (asked.split, asked.tile_rows) == (grouped.split, grouped.tile_rows)
 
 
 def test_only_the_sequential_kernels_prefetch_by_default() -> None:
@@ -181,6 +203,7 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("unroll=3", "power of two"),
         ("chained=2", "0 or 1"),
         ("chained=-1", "0 or 1"),
+        ("lookback=2", "0 or 1"),
         ("prefetch=-1", ">= 0"),
         ("split=3", "0 or a power of two"),
         ("split=64", "0 or a power of two"),

@@ -100,7 +100,7 @@ def test_reference_file_rows_at_reference_shapes(
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller", "tile"),
     [(*row, "") for row in samu_kernels.REFERENCE_FILE_ROWS]
-    + [(*row, "chained=1") for row in HIERARCHICAL_ROWS],
+    + [(*row, tile) for row in HIERARCHICAL_ROWS for tile in ("chained=1", "lookback=1")],
 )
 def test_gradients_are_bitwise_deterministic(
     architecture: str,
@@ -159,21 +159,58 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("tile", ["chained=1", "lookback=1"])
 @pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
 @pytest.mark.parametrize(("architecture", "backend", "controller"), HIERARCHICAL_ROWS)
-def test_chained_passes_at_reference_shapes(
+def test_one_pass_hierarchical_forms_at_reference_shapes(
     case: str,
     architecture: str,
     backend: str,
     controller: str | None,
+    tile: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The one-pass hierarchical passes (tile knob `chained`): runs chained through flags
-    # by tickets; forward, every gradient and the final state against the fp64 reference.
-    monkeypatch.setenv(TILE_ENV, "chained=1")
+    # The one-launch hierarchical forms, both opt-in tile knobs: `chained` (runs chained
+    # through flags by tickets) and `lookback` (parts published and composed through
+    # flags); forward, every gradient and the final state against the fp64 reference.
+    monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(
         architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=True
     )
+    assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    "tile",
+    [
+        "lookback=1,block_r=32,split=4,tile_rows=32",
+        "lookback=1,block_r=16,split=2,tile_rows=64",
+        "lookback=1,block_r=32,split=8,tile_rows=256",
+    ],
+)
+@pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        *HIERARCHICAL_ROWS,
+        ("samu", "grouped_prefix4_hierarchical_chunk16", "reference"),  # saved states
+        ("rglru", "fused_fused_output_fused_write_grouped_prefix8_hierarchical_chunk32", None),
+    ],
+)
+def test_lookback_geometries_match_the_reference(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    shape: tuple[int, int, int],
+    tile: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The look-back form at odd shapes (L not a multiple of the part, R of the channel
+    # block), with many parts per group and many groups (up to 282 parts: the look-back
+    # composes several blocks of group summaries), resets and h0.
+    monkeypatch.setenv(TILE_ENV, tile)
+    problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
 
 

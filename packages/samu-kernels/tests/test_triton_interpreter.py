@@ -91,12 +91,19 @@ def test_sequences_shorter_than_a_chunk(
     assert_matches_reference(problem, backend, "fp32_fused_coords")
 
 
-CHAINED = "block_r=16,chunks=2,chained=1"
+CHAINED = "block_r=16,chunks=2,chained=1,lookback=0"
 
 
 def runs_of(chunks: int) -> str:
-    """A two-warp, two-stage geometry of 16-channel blocks and runs of ``chunks`` chunks."""
-    return f"block_r=16,warps=2,bwd_warps=2,stages=2,chunks={chunks}"
+    """A two-warp, two-stage geometry of 16-channel blocks and runs of ``chunks`` chunks
+    (the three hierarchical passes, also for names with ``grouped_prefix``)."""
+    return f"block_r=16,warps=2,bwd_warps=2,stages=2,chunks={chunks},lookback=0"
+
+
+def parts_of(rows: int, warps: int = 1) -> str:
+    """The look-back form in parts of ``rows`` rows, programs of ``warps`` warps and
+    16-channel blocks."""
+    return f"lookback=1,block_r=16,split={warps},tile_rows={rows}"
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
@@ -128,6 +135,27 @@ def runs_of(chunks: int) -> str:
             CHAINED,
         ),
         ("samu", "hierarchical_chunk8", "reference", CHAINED),
+        # The look-back form: 5 parts of 8 rows in groups of 2 (the last group's look-back
+        # composes two blocks of group summaries), forward and backward; 3 parts of 16 in
+        # groups of 2 on two warps; 2 parts of a chunk of 32 in one group of 64; saved
+        # states and precomputed gates (no fused_write, the reference controller); and a
+        # name without grouped_prefix, which keeps the three passes.
+        (
+            "samu",
+            "fused_output_grouped_prefix2_hierarchical_chunk8",
+            "fp32_fused_coords",
+            parts_of(8),
+        ),
+        (
+            "rglru",
+            "fused_fused_output_fused_write_grouped_prefix2_hierarchical_chunk8",
+            None,
+            parts_of(16, warps=2),
+        ),
+        ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", parts_of(8)),
+        ("samu", "grouped_prefix4_hierarchical_chunk8", "reference", parts_of(8)),
+        ("rglru", "fused_shared_sfu_grouped_prefix2_hierarchical_chunk8", None, parts_of(8)),
+        ("samu", "hierarchical_chunk8", "reference", parts_of(8)),
         # Time-split sequential kernels: one row per warp (a one-chunk tile); one warp per
         # program over two channel blocks; tiles of two and four chunks, the last one short
         # (37 rows: tiles of 16, 16, 5 and of 32, 5), checkpoints and saved states; and the
@@ -161,6 +189,19 @@ def test_geometry_override(
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_lookback_composes_several_blocks_of_summaries(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # 8 parts of 8 rows in groups of 2: the last groups compose their earlier groups'
+    # summaries two at a time (SCAN_ROWS = G = 2) in two blocks, forward and backward.
+    monkeypatch.setenv(TILE_ENV, parts_of(8))
+    problem = make_problem("samu", (1, 61, 19), torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(
+        problem, "fused_output_fused_write_grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords"
+    )
 
 
 def test_backward_is_bitwise_deterministic(device: torch.device) -> None:

@@ -5,6 +5,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
     SAMU_KERNELS_TILE="block_r=64,warps=2,stages=3,chunks=8,unroll=8,prefetch=1"
     SAMU_KERNELS_TILE="block_r=16,split=4,tile_rows=64"
+    SAMU_KERNELS_TILE="lookback=1,block_r=32,split=4,tile_rows=64"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -15,8 +16,10 @@ in one pass, runs chained in order; 0: three passes) and ``prefetch`` (chunks ah
 walk whose inputs each chunk asks L2 for; 0: none; compiled kernels only) and ``split`` (the
 sequential kernels only: 0 walks each chunk row by row in a one-warp program; a power of two
 W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) and
-``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk). Keys left
-out keep the heuristic's value.
+``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk) and
+``lookback`` (hierarchical names with ``grouped_prefix``: 1 runs each direction as one
+look-back launch, ``lookback.py``, one program of ``split`` warps per tile of ``tile_rows``
+rows; 0: the three passes or the chained ones). Keys left out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -75,6 +78,20 @@ rows per tile keep more loads in flight ([1, 32768, 2048]: 128-row tiles of 8 wa
 1.895 ms, 64 rows of 4 warps 2.624 ms)."""
 MAX_SPLIT = 16
 """Most warps of a time-split program."""
+LOOKBACK_BY_DEFAULT = False
+"""Whether hierarchical names with ``grouped_prefix`` run the look-back form by default: no.
+In the H200 run of 2026-12-04 (docs/performance.md, "The look-back form") it was 1.5-4.5x
+slower than the three passes on every reference shape at every geometry tried: a program's
+one tile is too little work for the round trips of its look-back."""
+LOOKBACK_WARPS = 4
+"""Warps of a look-back program (one tile of one channel block)."""
+LOOKBACK_ELEMENTS_PER_THREAD = 8
+"""Elements of each [B, L, R] input a thread of a look-back program holds (parts of
+4 warps x 32 threads x 8 / BLOCK_R rows: 64 at 16 channels, the fastest SAMU geometry of the
+H200 run; 16 elements spilled registers in the SAMU backward)."""
+LOOKBACK_SCAN_ROWS = 16
+"""Summaries a look-back composes at a time (one [16, BLOCK_R] associative scan; fewer when
+the group is smaller): a whole group of 64 at once held ~50 more registers per thread."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
@@ -96,6 +113,7 @@ _KEYS = {
     "prefetch": "prefetch",
     "split": "split",
     "tile_rows": "tile_rows",
+    "lookback": "lookback",
 }
 
 
@@ -117,7 +135,10 @@ class Tile:
     gives each program W warps that share the rows of each tile, in segments of consecutive rows
     (``split.py``; the warps knobs and unroll, stages and prefetch do not apply to them).
     tile_rows: the rows such a program loads and scans at once, rounded up to the chunk
-    (a tile holds whole chunks; 0: one chunk).
+    (a tile holds whole chunks; 0: one chunk). lookback (hierarchical names with
+    ``grouped_prefix`` only): 1 runs each direction as one launch of one program per tile
+    (``lookback.py``; ``split`` warps, ``tile_rows`` rows, ``block_r`` channels), which reads
+    every input once; 0: the three passes (or the chained ones).
     """
 
     block_r: int
@@ -130,6 +151,7 @@ class Tile:
     prefetch: int = 0
     split: int = 0
     tile_rows: int = 0
+    lookback: int = 0
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -145,6 +167,7 @@ def heuristic_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
+    lookback: bool = False,
 ) -> Tile:
     """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
 
@@ -167,7 +190,10 @@ def heuristic_tile(
     SPLIT_ELEMENTS_PER_THREAD elements (SPLIT_ELEMENTS_PER_THREAD_WIDE in 32-channel
     programs; at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
-    ahead into L2.
+    ahead into L2. ``lookback`` (a hierarchical name with ``grouped_prefix``): the look-back
+    form's parts get LOOKBACK_WARPS warps and as many rows of the channel block as give each
+    thread LOOKBACK_ELEMENTS_PER_THREAD elements (at least one chunk); the form itself runs
+    only when LOOKBACK_BY_DEFAULT or the override asks for it.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -196,6 +222,11 @@ def heuristic_tile(
         per_warp = CHANNELS_PER_WARP * elements // block_r  # rows
         tile_rows = max(chunk, warps * per_warp)
         split = min(MAX_SPLIT, tile_rows // per_warp)
+    if hierarchical and lookback:
+        # The look-back form's parts, at the passes' channel blocks (used when `lookback`).
+        split = LOOKBACK_WARPS
+        per_warp = CHANNELS_PER_WARP * LOOKBACK_ELEMENTS_PER_THREAD // block_r  # rows
+        tile_rows = max(chunk, LOOKBACK_WARPS * max(1, per_warp))
     return Tile(
         block_r=block_r,
         num_warps=1,
@@ -206,6 +237,7 @@ def heuristic_tile(
         prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
         split=split,
         tile_rows=tile_rows,
+        lookback=int(hierarchical and lookback and LOOKBACK_BY_DEFAULT),
     )
 
 
@@ -233,9 +265,9 @@ def parse_tile_override(text: str) -> dict[str, int]:
             raise ValueError(f"{TILE_ENV}: unroll must be a power of two, got {value}")
         if key in ("warps", "bwd_warps") and not (power_of_two and value <= 32):
             raise ValueError(f"{TILE_ENV}: {key} must be a power of two in 1..32, got {value}")
-        if key == "chained":
+        if key in ("chained", "lookback"):
             if value not in (0, 1):
-                raise ValueError(f"{TILE_ENV}: chained must be 0 or 1, got {value}")
+                raise ValueError(f"{TILE_ENV}: {key} must be 0 or 1, got {value}")
         elif key == "split":
             if value != 0 and not (power_of_two and value <= 32):
                 raise ValueError(
@@ -262,6 +294,7 @@ def choose_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
+    lookback: bool = False,
 ) -> Tile:
     """:func:`heuristic_tile` with the ``SAMU_KERNELS_TILE`` override applied."""
     tile = heuristic_tile(
@@ -272,6 +305,7 @@ def choose_tile(
         hierarchical=hierarchical,
         multiprocessors=multiprocessors,
         light_passes=light_passes,
+        lookback=lookback,
     )
     override = os.environ.get(TILE_ENV, "")
     return replace(tile, **parse_tile_override(override)) if override else tile

@@ -413,7 +413,7 @@ def _wait_for_flag(FLAG):
 
 
 @triton.jit
-def _raise_flag(FLAG):
+def raise_flag(FLAG):
     """Set the flag at FLAG with release semantics, after a barrier that orders every
     thread's stores of the published state before the release."""
     tl.debug_barrier()
@@ -487,7 +487,7 @@ def forward_chained_kernel(
     mine = state_offsets(b, run, offs_r, R, n_runs)
     end_state = run_decay * h + run_state
     tl.store(RUN_END + mine, end_state, mask=col_mask)
-    _raise_flag(FLAG + column * n_runs + run)
+    raise_flag(FLAG + column * n_runs + run)
     if run == n_runs - 1:
         tl.store(FINAL + b.to(tl.int64) * R + offs_r, end_state, mask=col_mask)
     _forward_run(
@@ -913,7 +913,7 @@ def backward_chained_kernel(
         carry = tl.load(RUN_GRAD + following, mask=col_mask, other=0.0)
     mine = state_offsets(b, run, offs_r, R, n_runs)
     tl.store(RUN_GRAD + mine, run_decay * carry + run_grad, mask=col_mask)
-    _raise_flag(FLAG + column * n_runs + run)
+    raise_flag(FLAG + column * n_runs + run)
     _backward_run(
         U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,

@@ -19,10 +19,11 @@ import torch
 import triton
 
 from samu_kernels.backends import BackendSpec
-from samu_kernels.common import kernels, split
+from samu_kernels.common import kernels, lookback, split, tiles
 from samu_kernels.common.chunk import INLINE_ASSEMBLY
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
+    LOOKBACK_SCAN_ROWS,
     MAX_PREFIX_TILE_ELEMENTS,
     MIN_BLOCK_R,
     Tile,
@@ -149,6 +150,7 @@ class _Geometry:
             hierarchical=config.hierarchical,
             multiprocessors=_multiprocessors(u.device),
             light_passes=config.gate_mode == GateMode.RGLRU,
+            lookback=config.group > 1,
         )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
@@ -170,12 +172,12 @@ class _Geometry:
 
     def split_flags(self, config: ScanConfig, *, has_resets: bool) -> dict[str, Any]:
         """The constexprs and launch options of the time-split sequential kernels: a tile of
-        TILE rows in SEGMENTS segments, as many as put ``split.COLUMNS_PER_THREAD`` tile
+        TILE rows in SEGMENTS segments, as many as put ``tiles.COLUMNS_PER_THREAD`` tile
         columns on every thread of the ``split`` warps (each warp holds whole segments, and
         a thread all the rows of its columns)."""
         rows = max(self.tile.tile_rows, config.chunk)
         warps = self.tile.split
-        columns = warps * CHANNELS_PER_WARP * split.COLUMNS_PER_THREAD.value
+        columns = warps * CHANNELS_PER_WARP * tiles.COLUMNS_PER_THREAD.value
         segments = min(rows, max(1, columns // self.tile.block_r))
         return {
             "GATE_MODE": int(config.gate_mode),
@@ -189,6 +191,16 @@ class _Geometry:
             "FULL_TILES": self.length % rows == 0,
             "num_warps": warps,
         }
+
+    def lookback_sizes(self, config: ScanConfig) -> tuple[int, int] | None:
+        """(parts, groups) of the look-back form (one part per tile, ``config.group`` parts
+        per group), or None when the three passes (or the chained ones) run: the tile does
+        not ask for it, or the name has no ``grouped_prefix`` (groups of one part would make
+        every look-back a walk over all earlier parts)."""
+        if not (config.hierarchical and self.tile.lookback and config.group > 1):
+            return None
+        n_parts = triton.cdiv(self.length, max(self.tile.tile_rows, config.chunk))
+        return n_parts, triton.cdiv(n_parts, config.group)
 
     def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
         """The constexprs and launch options shared by the chunk kernels."""
@@ -267,6 +279,26 @@ def launch_forward(
         )
         return result
 
+    lookback_sizes = geo.lookback_sizes(config)
+    if lookback_sizes is not None:
+        n_parts, n_groups = lookback_sizes
+        wrap(lookback.forward_lookback_kernel)[(geo.batch * geo.n_rb * n_parts,)](
+            *pointers,
+            _or(h0, u),
+            result.output,
+            result.final_state,
+            result.saved,
+            *_lookback_buffers(u, geo, n_parts, n_groups),
+            *sizes,
+            n_parts,
+            n_groups,
+            HAS_H0=h0 is not None,
+            FUSED_WRITE=config.fused_write,
+            G=config.group,
+            SCAN_ROWS=min(LOOKBACK_SCAN_ROWS, config.group),
+            **geo.split_flags(config, has_resets=reset is not None),
+        )
+        return result
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
@@ -459,6 +491,29 @@ def launch_backward(
         )
         return _reduce_partials(partial, grads, config)
 
+    lookback_sizes = geo.lookback_sizes(config)
+    if lookback_sizes is not None:
+        n_parts, n_groups = lookback_sizes
+        partial = new_buffer(
+            u, (geo.batch * n_parts, config.num_partials, geo.width), torch.float32
+        )
+        wrap(lookback.backward_lookback_kernel)[(geo.batch * geo.n_rb * n_parts,)](
+            *inputs,
+            grad_final,
+            saved,
+            *outputs,
+            grads.d_h0,
+            partial,
+            *_lookback_buffers(u, geo, n_parts, n_groups),
+            *sizes,
+            n_parts,
+            n_groups,
+            FUSED_WRITE=config.fused_write,
+            G=config.group,
+            SCAN_ROWS=min(LOOKBACK_SCAN_ROWS, config.group),
+            **geo.split_flags(config, has_resets=reset is not None),
+        )
+        return _reduce_partials(partial, grads, config)
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
@@ -558,8 +613,36 @@ def _chain_buffers(like: torch.Tensor, geo: _Geometry) -> tuple[torch.Tensor, to
     )
 
 
+def _lookback_buffers(
+    like: torch.Tensor, geo: _Geometry, n_parts: int, n_groups: int
+) -> tuple[torch.Tensor, ...]:
+    """The look-back kernels' summaries, fp32 (parts' decay and state [B, n_parts, R], groups'
+    [B, n_groups, R]), and their zeroed int32 flags (parts' [channel blocks, n_parts],
+    groups' [channel blocks, n_groups]) and tickets [channel blocks], all three from one
+    zeroed buffer (one memset)."""
+    columns = geo.batch * geo.n_rb
+    counters = zeroed_buffer(like, (columns * (n_parts + n_groups + 1),), torch.int32)
+    groups_start = columns * n_parts
+    tickets_start = groups_start + columns * n_groups
+    part_flags = counters[:groups_start]
+    group_flags = counters[groups_start:tickets_start]
+    tickets = counters[tickets_start:]
+    parts = (geo.batch, n_parts, geo.width)
+    groups = (geo.batch, n_groups, geo.width)
+    return (
+        new_buffer(like, parts, torch.float32),
+        new_buffer(like, parts, torch.float32),
+        new_buffer(like, groups, torch.float32),
+        new_buffer(like, groups, torch.float32),
+        part_flags,
+        group_flags,
+        tickets,
+    )
+
+
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A buffer a kernel needs zeroed (flags and tickets of the chained passes)."""
+    """A buffer a kernel needs zeroed (flags and tickets of the chained and look-back
+    passes)."""
     return like.new_zeros(shape, dtype=dtype)
 
 
