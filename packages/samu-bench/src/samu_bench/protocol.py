@@ -246,8 +246,10 @@ def _no_compilation(case: CaseSpec, row: Row) -> Iterator[None]:
 CUDA_GRAPH_MEMORY_NOTE = (
     "the warm-up steps, which compile, run Inductor's warm-up in the graphs' pool and record "
     "the CUDA graphs (the largest peak allocated delta, above the lower of the allocations "
-    "before that step and before the first timed sample): a replay makes no allocator "
-    "calls, so the timed samples cannot see the step's memory"
+    "before that step and before the first timed sample): a lower bound of the step's "
+    "memory, since CUDAGraph Trees keep every graphed row's tensors in one shared pool and "
+    "a recording frees the previous generation's; a replay makes no allocator calls, so the "
+    "timed samples cannot see the step's memory"
 )
 """The `memory_measured_in` extra of a row replayed from torch.compile's CUDA graphs."""
 
@@ -283,6 +285,13 @@ def _graph_step_memory(
     (on the H200, at a small shape whose compiled step allocates 7.4 MB, the recording
     alone read 0 over its own baseline and 4.0 MB over the steady state). Of the steps, the
     one with the largest such delta; None when there are no readings.
+
+    A lower bound of the step's memory: CUDAGraph Trees keep the tensors of every graphed
+    row of the process in one pool, and a recording step frees the previous generation's
+    (another row's, or this row's warm-up) while it allocates its own, so the steady state
+    can already hold memory the step reuses. On the H200 (2026-12-04), with two graphed rows
+    resident, the first read 4.0 MB where its compiled twin read 7.7 MB; the second read
+    40.3 MB, the capture's one-time cuBLAS workspace included.
     """
     against_steady = [
         StepMemory(reading.baseline.min(steady), reading.peak) for reading in readings
