@@ -166,14 +166,14 @@ def test_lookback_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> No
     tile = heuristic_tile(1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS)
     assert tile.lookback == 0
     grouped = heuristic_tile(
-        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, lookback=True
+        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, grouped=True
     )
     assert (grouped.lookback, grouped.split) == (0, LOOKBACK_WARPS)
     rows = LOOKBACK_WARPS * 32 * LOOKBACK_ELEMENTS_PER_THREAD // grouped.block_r
     assert grouped.tile_rows == max(32, rows)
     monkeypatch.setenv(TILE_ENV, "lookback=1")
     asked = choose_tile(
-        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, lookback=True
+        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, grouped=True
     )
     assert asked.lookback == 1
     assert (asked.split, asked.tile_rows) == (grouped.split, grouped.tile_rows)
@@ -203,7 +203,7 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("unroll=3", "power of two"),
         ("chained=2", "0 or 1"),
         ("chained=-1", "0 or 1"),
-        ("lookback=2", "0 or 1"),
+        ("lookback=3", "0, 1 or 2"),
         ("prefetch=-1", ">= 0"),
         ("split=3", "0 or a power of two"),
         ("split=64", "0 or a power of two"),
@@ -232,4 +232,5 @@ def test_sweep_grid_is_small_and_starts_at_the_heuristic(
         hierarchical=spec.hierarchical,
         multiprocessors=H200_SMS,
         light_passes=spec.fused,
+        grouped=(spec.grouped_prefix or 1) > 1,
     )

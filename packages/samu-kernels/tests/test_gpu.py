@@ -100,7 +100,11 @@ def test_reference_file_rows_at_reference_shapes(
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller", "tile"),
     [(*row, "") for row in samu_kernels.REFERENCE_FILE_ROWS]
-    + [(*row, tile) for row in HIERARCHICAL_ROWS for tile in ("chained=1", "lookback=1")],
+    + [
+        (*row, tile)
+        for row in HIERARCHICAL_ROWS
+        for tile in ("chained=1", "lookback=1", "lookback=2")
+    ],
 )
 def test_gradients_are_bitwise_deterministic(
     architecture: str,
@@ -159,7 +163,7 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
-@pytest.mark.parametrize("tile", ["chained=1", "lookback=1"])
+@pytest.mark.parametrize("tile", ["chained=1", "lookback=1", "lookback=2"])
 @pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
 @pytest.mark.parametrize(("architecture", "backend", "controller"), HIERARCHICAL_ROWS)
 def test_one_pass_hierarchical_forms_at_reference_shapes(
@@ -170,9 +174,10 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
     tile: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The one-launch hierarchical forms, both opt-in tile knobs: `chained` (runs chained
-    # through flags by tickets) and `lookback` (parts published and composed through
-    # flags); forward, every gradient and the final state against the fp64 reference.
+    # The one-launch hierarchical forms, opt-in tile knobs: `chained` (runs chained through
+    # flags by tickets), `lookback=1` (parts published and composed through flags) and
+    # `lookback=2` (the chained runs looking back over run summaries); forward, every
+    # gradient and the final state against the fp64 reference.
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(
         architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=True

@@ -289,8 +289,9 @@ def _graph_step_memory(
     A lower bound of the step's memory: CUDAGraph Trees keep the tensors of every graphed
     row of the process in one pool, and a recording step frees the previous generation's
     (another row's, or this row's warm-up) while it allocates its own, so the steady state
-    can already hold memory the step reuses. On the H200 (2026-12-04), with two graphed rows
-    resident, the first read 4.0 MB where its compiled twin read 7.7 MB; the second read
+    can already hold memory the step reuses. On the H200 (2026-12-04, another run than the
+    7.4 MB above), with two graphed rows resident, the first read 4.0 MB where its compiled
+    twin read 7.7 MB; the second read
     40.3 MB, the capture's one-time cuBLAS workspace included.
     """
     against_steady = [

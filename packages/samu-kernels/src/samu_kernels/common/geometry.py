@@ -19,7 +19,8 @@ W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) 
 ``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk) and
 ``lookback`` (hierarchical names with ``grouped_prefix``: 1 runs each direction as one
 look-back launch, ``lookback.py``, one program of ``split`` warps per tile of ``tile_rows``
-rows; 0: the three passes or the chained ones). Keys left out keep the heuristic's value.
+rows; 2 runs the chained kernels with a look-back over run summaries instead of the chain;
+0: the three passes or the chained ones). Keys left out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -80,9 +81,15 @@ MAX_SPLIT = 16
 """Most warps of a time-split program."""
 LOOKBACK_BY_DEFAULT = False
 """Whether hierarchical names with ``grouped_prefix`` run the look-back form by default: no.
-In the H200 run of 2026-12-04 (docs/performance.md, "The look-back form") it was 1.5-4.5x
-slower than the three passes on every reference shape at every geometry tried: a program's
-one tile is too little work for the round trips of its look-back."""
+In the H200 run of 2026-12-04 (docs/performance.md, "The look-back form") it was slower
+than the three passes on every reference shape at every geometry tried (1.5-3.9x at the
+best geometry, up to 5.1x): a program's one tile is too little work for the round trips
+of its look-back."""
+LOOKBACK_TILES = 1
+"""``Tile.lookback`` for the look-back form of one register tile per program (``lookback.py``)."""
+LOOKBACK_RUNS = 2
+"""``Tile.lookback`` for the chained kernels with a look-back over run summaries instead of
+the chain: a one-warp program walks its run for the summary, looks back, walks it again."""
 LOOKBACK_WARPS = 4
 """Warps of a look-back program (one tile of one channel block)."""
 LOOKBACK_ELEMENTS_PER_THREAD = 8
@@ -138,7 +145,9 @@ class Tile:
     (a tile holds whole chunks; 0: one chunk). lookback (hierarchical names with
     ``grouped_prefix`` only): 1 runs each direction as one launch of one program per tile
     (``lookback.py``; ``split`` warps, ``tile_rows`` rows, ``block_r`` channels), which reads
-    every input once; 0: the three passes (or the chained ones).
+    every input once; 2 runs the chained kernels (one-warp runs, walked twice) with a
+    look-back over run summaries instead of the chain; 0: the three passes (or the chained
+    ones).
     """
 
     block_r: int
@@ -167,7 +176,7 @@ def heuristic_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
-    lookback: bool = False,
+    grouped: bool = False,
 ) -> Tile:
     """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
 
@@ -190,7 +199,7 @@ def heuristic_tile(
     SPLIT_ELEMENTS_PER_THREAD elements (SPLIT_ELEMENTS_PER_THREAD_WIDE in 32-channel
     programs; at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
-    ahead into L2. ``lookback`` (a hierarchical name with ``grouped_prefix``): the look-back
+    ahead into L2. ``grouped`` (a hierarchical name with ``grouped_prefix``): the look-back
     form's parts get LOOKBACK_WARPS warps and as many rows of the channel block as give each
     thread LOOKBACK_ELEMENTS_PER_THREAD elements (at least one chunk); the form itself runs
     only when LOOKBACK_BY_DEFAULT or the override asks for it.
@@ -222,7 +231,7 @@ def heuristic_tile(
         per_warp = CHANNELS_PER_WARP * elements // block_r  # rows
         tile_rows = max(chunk, warps * per_warp)
         split = min(MAX_SPLIT, tile_rows // per_warp)
-    if hierarchical and lookback:
+    if hierarchical and grouped:
         # The look-back form's parts, at the passes' channel blocks (used when `lookback`).
         split = LOOKBACK_WARPS
         per_warp = CHANNELS_PER_WARP * LOOKBACK_ELEMENTS_PER_THREAD // block_r  # rows
@@ -237,7 +246,7 @@ def heuristic_tile(
         prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
         split=split,
         tile_rows=tile_rows,
-        lookback=int(hierarchical and lookback and LOOKBACK_BY_DEFAULT),
+        lookback=LOOKBACK_TILES if hierarchical and grouped and LOOKBACK_BY_DEFAULT else 0,
     )
 
 
@@ -265,9 +274,12 @@ def parse_tile_override(text: str) -> dict[str, int]:
             raise ValueError(f"{TILE_ENV}: unroll must be a power of two, got {value}")
         if key in ("warps", "bwd_warps") and not (power_of_two and value <= 32):
             raise ValueError(f"{TILE_ENV}: {key} must be a power of two in 1..32, got {value}")
-        if key in ("chained", "lookback"):
+        if key == "chained":
             if value not in (0, 1):
-                raise ValueError(f"{TILE_ENV}: {key} must be 0 or 1, got {value}")
+                raise ValueError(f"{TILE_ENV}: chained must be 0 or 1, got {value}")
+        elif key == "lookback":
+            if value not in (0, LOOKBACK_TILES, LOOKBACK_RUNS):
+                raise ValueError(f"{TILE_ENV}: lookback must be 0, 1 or 2, got {value}")
         elif key == "split":
             if value != 0 and not (power_of_two and value <= 32):
                 raise ValueError(
@@ -294,7 +306,7 @@ def choose_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
-    lookback: bool = False,
+    grouped: bool = False,
 ) -> Tile:
     """:func:`heuristic_tile` with the ``SAMU_KERNELS_TILE`` override applied."""
     tile = heuristic_tile(
@@ -305,7 +317,7 @@ def choose_tile(
         hierarchical=hierarchical,
         multiprocessors=multiprocessors,
         light_passes=light_passes,
-        lookback=lookback,
+        grouped=grouped,
     )
     override = os.environ.get(TILE_ENV, "")
     return replace(tile, **parse_tile_override(override)) if override else tile

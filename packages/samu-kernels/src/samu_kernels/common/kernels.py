@@ -48,12 +48,7 @@ from samu_kernels.common.chunk import (
     state_offsets,
     store_partials,
 )
-
-
-@triton.jit
-def combine(a1, b1, a2, b2):
-    """Composition of the steps h -> a1 h + b1 then h -> a2 h + b2."""
-    return a1 * a2, a2 * b1 + b2
+from samu_kernels.common.summaries import combine, look_back, raise_flag, wait_for_flag
 
 
 @triton.jit
@@ -403,24 +398,6 @@ def forward_runs_kernel(
 
 
 @triton.jit
-def _wait_for_flag(FLAG):
-    """Spin until the flag at FLAG (one int32 per run and channel block) is set, with
-    acquire semantics; the barrier after it orders every thread's later loads after the
-    acquire (so they see what the publisher stored before its release)."""
-    while tl.atomic_add(FLAG, 0, sem="acquire") == 0:
-        pass
-    tl.debug_barrier()
-
-
-@triton.jit
-def raise_flag(FLAG):
-    """Set the flag at FLAG with release semantics, after a barrier that orders every
-    thread's stores of the published state before the release."""
-    tl.debug_barrier()
-    tl.atomic_xchg(FLAG, 1, sem="release")
-
-
-@triton.jit
 def forward_chained_kernel(
     U,
     GATE_X,
@@ -436,11 +413,16 @@ def forward_chained_kernel(
     RUN_END,
     FLAG,
     TICKET,
+    RUN_DECAY,
+    GROUP_DECAY,
+    GROUP_STATE,
+    GROUP_FLAG,
     L,
     R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
+    n_groups,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -453,6 +435,9 @@ def forward_chained_kernel(
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     PREFETCH: tl.constexpr,
+    LOOK_BACK: tl.constexpr,
+    G: tl.constexpr,
+    SCAN_ROWS: tl.constexpr,
 ):
     """The hierarchical forward in one pass: runs chained in order.
 
@@ -463,6 +448,13 @@ def forward_chained_kernel(
     incoming state writing outputs (the run's inputs come back from L2). Every state is
     computed in the same order on every call: bit-reproducible, unlike a decoupled
     look-back.
+
+    With LOOK_BACK, a run looks back instead (``summaries.look_back``): it publishes its
+    summary (RUN_DECAY, and in RUN_END [B, n_runs, R] its end state from a zero start, not
+    from its entering state; FLAG per run; groups of G runs publish
+    theirs in GROUP_DECAY, GROUP_STATE [B, n_groups, R], GROUP_FLAG [channel blocks,
+    n_groups], zeroed) and composes those of the earlier runs, so that no run waits for a
+    chain of others.
     """
     column = tl.program_id(0)
     b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
@@ -475,19 +467,34 @@ def forward_chained_kernel(
         U, GATE_X, GATE_A, RESET, b, first, last, offs_r, col_mask, L, R, decay_scale, w_a, w_x,
         b_a, b_x, GATE_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES, PREFETCH,
     )  # fmt: skip
-    if run == 0:
+    if LOOK_BACK:
         if HAS_H0:
-            h = tl.load(H0 + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+            h0 = tl.load(H0 + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
         else:
-            h = tl.zeros([BLOCK_R], dtype=tl.float32)
+            h0 = tl.zeros([BLOCK_R], dtype=tl.float32)
+        h = tl.reshape(
+            look_back(
+                RUN_DECAY, RUN_END, GROUP_DECAY, GROUP_STATE, FLAG, GROUP_FLAG, b, column, run,
+                run_decay[None, :], run_state[None, :], h0, offs_r, col_mask, R, n_runs,
+                n_groups, G, BLOCK_R, SCAN_ROWS, False,
+            ),
+            [BLOCK_R],
+        )  # fmt: skip
+        end_state = run_decay * h + run_state
     else:
-        previous = state_offsets(b, run - 1, offs_r, R, n_runs)
-        _wait_for_flag(FLAG + column * n_runs + run - 1)
-        h = tl.load(RUN_END + previous, mask=col_mask, other=0.0)
-    mine = state_offsets(b, run, offs_r, R, n_runs)
-    end_state = run_decay * h + run_state
-    tl.store(RUN_END + mine, end_state, mask=col_mask)
-    raise_flag(FLAG + column * n_runs + run)
+        if run == 0:
+            if HAS_H0:
+                h = tl.load(H0 + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+            else:
+                h = tl.zeros([BLOCK_R], dtype=tl.float32)
+        else:
+            previous = state_offsets(b, run - 1, offs_r, R, n_runs)
+            wait_for_flag(FLAG + column * n_runs + run - 1)
+            h = tl.load(RUN_END + previous, mask=col_mask, other=0.0)
+        mine = state_offsets(b, run, offs_r, R, n_runs)
+        end_state = run_decay * h + run_state
+        tl.store(RUN_END + mine, end_state, mask=col_mask)
+        raise_flag(FLAG + column * n_runs + run)
     if run == n_runs - 1:
         tl.store(FINAL + b.to(tl.int64) * R + offs_r, end_state, mask=col_mask)
     _forward_run(
@@ -868,11 +875,16 @@ def backward_chained_kernel(
     RUN_GRAD,
     FLAG,
     TICKET,
+    RUN_DECAY,
+    GROUP_DECAY,
+    GROUP_STATE,
+    GROUP_FLAG,
     L,
     R: tl.constexpr,
     n_chunks,
     chunks_per_program,
     n_runs,
+    n_groups,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -884,6 +896,9 @@ def backward_chained_kernel(
     FUSED_WRITE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     PREFETCH: tl.constexpr,
+    LOOK_BACK: tl.constexpr,
+    G: tl.constexpr,
+    SCAN_ROWS: tl.constexpr,
 ):
     """The hierarchical backward in one pass: runs chained from the last.
 
@@ -891,7 +906,8 @@ def backward_chained_kernel(
     waits for the next run's dL/dh at its first row (RUN_GRAD [B, n_runs, R], flagged in
     FLAG [channel blocks, n_runs], zeroed; GRAD_FINAL for the last run), publishes its
     own, then runs the backward of its run from that carry. Bit-reproducible like the
-    chained forward.
+    chained forward; with LOOK_BACK, a run looks back over the later runs' reverse summaries
+    instead (as the forward does).
     """
     column = tl.program_id(0)
     b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
@@ -905,15 +921,26 @@ def backward_chained_kernel(
         b_a, GATE_MODE, OUT_MODE, T, UNROLL, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, NUM_STAGES,
         PREFETCH,
     )  # fmt: skip
-    if run == n_runs - 1:
-        carry = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+    if LOOK_BACK:
+        final = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+        carry = tl.reshape(
+            look_back(
+                RUN_DECAY, RUN_GRAD, GROUP_DECAY, GROUP_STATE, FLAG, GROUP_FLAG, b, column, run,
+                run_decay[None, :], run_grad[None, :], final, offs_r, col_mask, R, n_runs,
+                n_groups, G, BLOCK_R, SCAN_ROWS, True,
+            ),
+            [BLOCK_R],
+        )  # fmt: skip
     else:
-        following = state_offsets(b, run + 1, offs_r, R, n_runs)
-        _wait_for_flag(FLAG + column * n_runs + run + 1)
-        carry = tl.load(RUN_GRAD + following, mask=col_mask, other=0.0)
-    mine = state_offsets(b, run, offs_r, R, n_runs)
-    tl.store(RUN_GRAD + mine, run_decay * carry + run_grad, mask=col_mask)
-    raise_flag(FLAG + column * n_runs + run)
+        if run == n_runs - 1:
+            carry = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
+        else:
+            following = state_offsets(b, run + 1, offs_r, R, n_runs)
+            wait_for_flag(FLAG + column * n_runs + run + 1)
+            carry = tl.load(RUN_GRAD + following, mask=col_mask, other=0.0)
+        mine = state_offsets(b, run, offs_r, R, n_runs)
+        tl.store(RUN_GRAD + mine, run_decay * carry + run_grad, mask=col_mask)
+        raise_flag(FLAG + column * n_runs + run)
     _backward_run(
         U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, SAVED, SCRATCH, D_U,
         D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, b, offs_r, col_mask, run,

@@ -23,9 +23,12 @@ from samu_kernels.common import kernels, lookback, split, tiles
 from samu_kernels.common.chunk import INLINE_ASSEMBLY
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
+    LOOKBACK_RUNS,
     LOOKBACK_SCAN_ROWS,
+    LOOKBACK_TILES,
     MAX_PREFIX_TILE_ELEMENTS,
     MIN_BLOCK_R,
+    TILE_ENV,
     Tile,
     choose_tile,
 )
@@ -150,7 +153,7 @@ class _Geometry:
             hierarchical=config.hierarchical,
             multiprocessors=_multiprocessors(u.device),
             light_passes=config.gate_mode == GateMode.RGLRU,
-            lookback=config.group > 1,
+            grouped=config.group > 1,
         )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
@@ -197,10 +200,20 @@ class _Geometry:
         per group), or None when the three passes (or the chained ones) run: the tile does
         not ask for it, or the name has no ``grouped_prefix`` (groups of one part would make
         every look-back a walk over all earlier parts)."""
-        if not (config.hierarchical and self.tile.lookback and config.group > 1):
+        if not (config.hierarchical and self.tile.lookback == LOOKBACK_TILES and config.group > 1):
             return None
+        if self.tile.split < 1:
+            raise ValueError(
+                f"{TILE_ENV}: lookback=1 needs split >= 1 (the warps of a part's program), "
+                f"got split={self.tile.split}"
+            )
         n_parts = triton.cdiv(self.length, max(self.tile.tile_rows, config.chunk))
         return n_parts, triton.cdiv(n_parts, config.group)
+
+    def run_lookback(self, config: ScanConfig) -> bool:
+        """Whether the chained kernels run with a look-back over run summaries instead of the
+        chain (``lookback=2``; names with ``grouped_prefix`` only, as for the tiles)."""
+        return config.hierarchical and self.tile.lookback == LOOKBACK_RUNS and config.group > 1
 
     def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
         """The constexprs and launch options shared by the chunk kernels."""
@@ -302,19 +315,21 @@ def launch_forward(
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
-    if geo.tile.chained:
+    if geo.tile.chained or geo.run_lookback(config):
+        chain, n_groups, chain_flags = _chain_arguments(u, geo, config)
         wrap(kernels.forward_chained_kernel)[grid](
             *pointers,
             _or(h0, u),
             result.output,
             result.final_state,
             result.saved,
-            new_buffer(u, summaries_shape, torch.float32),
-            *_chain_buffers(u, geo),
+            *chain,
             *sizes,
             *runs,
+            n_groups,
             HAS_H0=h0 is not None,
             FUSED_WRITE=config.fused_write,
+            **chain_flags,
             **flags,
         )
         return result
@@ -519,7 +534,8 @@ def launch_backward(
     grid = (geo.batch * geo.n_rb, geo.n_runs)
     partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
     scratch = geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs)
-    if geo.tile.chained:
+    if geo.tile.chained or geo.run_lookback(config):
+        chain, n_groups, chain_flags = _chain_arguments(u, geo, config)
         wrap(kernels.backward_chained_kernel)[grid](
             *inputs,
             grad_final,
@@ -528,11 +544,12 @@ def launch_backward(
             *outputs,
             grads.d_h0,
             partial,
-            new_buffer(u, summaries_shape, torch.float32),
-            *_chain_buffers(u, geo),
+            *chain,
             *sizes,
             *runs,
+            n_groups,
             FUSED_WRITE=config.fused_write,
+            **chain_flags,
             **flags,
         )
         return _reduce_partials(partial, grads, config)
@@ -603,14 +620,43 @@ def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -
     return like.new_empty(shape, dtype=dtype)
 
 
-def _chain_buffers(like: torch.Tensor, geo: _Geometry) -> tuple[torch.Tensor, torch.Tensor]:
-    """Zeroed int32 flags [channel blocks, runs] (one per run of each channel block, raised
-    when its state is published) and tickets [channel blocks] of the chained passes."""
+def _chain_arguments(
+    like: torch.Tensor, geo: _Geometry, config: ScanConfig
+) -> tuple[tuple[torch.Tensor, ...], int, dict[str, Any]]:
+    """The chained kernels' buffers (run states [B, n_runs, R] fp32, zeroed int32 flags
+    [channel blocks, n_runs] and tickets [channel blocks]; for the run look-back also run
+    decays and group summaries, fp32, and group flags [channel blocks, n_groups], zeroed;
+    otherwise placeholders the kernel does not read), the group count and the look-back
+    constexprs."""
     columns = geo.batch * geo.n_rb
-    return (
-        zeroed_buffer(like, (columns, geo.n_runs), torch.int32),
-        zeroed_buffer(like, (columns,), torch.int32),
+    run_lookback = geo.run_lookback(config)
+    n_groups = triton.cdiv(geo.n_runs, config.group) if run_lookback else 1
+    counters = zeroed_buffer(like, (columns * (geo.n_runs + n_groups + 1),), torch.int32)
+    groups_start = columns * geo.n_runs
+    tickets_start = groups_start + columns * n_groups
+    run_states = new_buffer(like, (geo.batch, geo.n_runs, geo.width), torch.float32)
+    run_decays = group_decays = group_states = run_states
+    if run_lookback:
+        run_decays = new_buffer(like, (geo.batch, geo.n_runs, geo.width), torch.float32)
+        group_decays = new_buffer(like, (geo.batch, n_groups, geo.width), torch.float32)
+        group_states = new_buffer(like, (geo.batch, n_groups, geo.width), torch.float32)
+    buffers = (
+        run_states,
+        counters[:groups_start],
+        counters[tickets_start:],
+        run_decays,
+        group_decays,
+        group_states,
+        counters[groups_start:tickets_start],
     )
+    # Without the look-back its group constants are unused: one compilation for every G.
+    group = config.group if run_lookback else 1
+    constexprs = {
+        "LOOK_BACK": run_lookback,
+        "G": group,
+        "SCAN_ROWS": min(LOOKBACK_SCAN_ROWS, group),
+    }
+    return buffers, n_groups, constexprs
 
 
 def _lookback_buffers(

@@ -11,9 +11,9 @@ tile of ``tiles.py``), and
 2. looks back: the state entering the part is h0 composed with the summaries of every
    earlier part. Parts are grouped in G consecutive parts (G from the backend name's
    ``grouped_prefix<G>``); the group's last part also publishes the group's summary. A
-   program composes the summaries of the earlier groups, G at a time, then those of the
-   earlier parts of its own group, each set by one ``tl.associative_scan`` over [G, BLOCK_R]
-   after waiting for all of its flags at once;
+   program waits for the flags of the earlier parts of its group (all at once) and of the
+   earlier groups (G at a time), and composes their summaries in a fixed order, 16 at a
+   time (one ``tl.associative_scan`` over [16, BLOCK_R] each: ``summaries.look_back``);
 3. enters its tile with that state (:func:`tiles.enter_tile`) and writes the outputs and
    checkpoints from registers.
 
@@ -39,10 +39,9 @@ from samu_kernels.common.chunk import (
     gates_of_row,
     input_gradients,
     output_of,
-    state_offsets,
     store_partials,
 )
-from samu_kernels.common.kernels import combine, raise_flag
+from samu_kernels.common.summaries import look_back
 from samu_kernels.common.tiles import (
     enter_tile,
     load_backward_tile,
@@ -57,110 +56,6 @@ from samu_kernels.common.tiles import (
     tile_offsets,
     tile_rows,
 )
-
-
-@triton.jit
-def _wait_for_flags(FLAGS, indices, valid):
-    """Spin until every flag FLAGS[indices] where ``valid`` ([G]) is raised, with acquire
-    semantics; the barrier after it orders every thread's later loads after the acquires."""
-    pending = 1
-    while pending > 0:
-        flags = tl.atomic_add(FLAGS + indices, 0, mask=valid, sem="acquire")
-        pending = tl.sum(tl.where(valid & (flags == 0), 1, 0), 0)
-    tl.debug_barrier()
-
-
-@triton.jit
-def _compose_published(SUM_A, SUM_X, b, n_rows, first, step, count, offs_r, col_mask, R,
-                       SCAN_ROWS: tl.constexpr):  # fmt: skip
-    """The composition, in order, of ``count`` published summaries of SUM_A / SUM_X
-    [B, n_rows, R] at rows first, first + step, ... (step +1 or -1): (decay, state)
-    [BLOCK_R], the identity when ``count`` is 0. Folded SCAN_ROWS rows at a time (a
-    ``tl.associative_scan`` over [SCAN_ROWS, BLOCK_R] each), always in the same order."""
-    decay = tl.full(offs_r.shape, 1.0, tl.float32)
-    state = tl.zeros(offs_r.shape, tl.float32)
-    k = tl.arange(0, SCAN_ROWS)
-    for block in range(0, count, SCAN_ROWS):
-        rows = first + step * (block + k)
-        offsets = (b.to(tl.int64) * n_rows + rows[:, None]) * R + offs_r[None, :]
-        mask = (block + k < count)[:, None] & col_mask[None, :]
-        block_a, block_x = tl.associative_scan(
-            (
-                tl.load(SUM_A + offsets, mask=mask, other=1.0),
-                tl.load(SUM_X + offsets, mask=mask, other=0.0),
-            ),
-            0,
-            combine,
-        )
-        at = k[:, None] == tl.minimum(count - block, SCAN_ROWS) - 1
-        block_decay = tl.sum(tl.where(at, block_a, 0.0), 0)
-        block_state = tl.sum(tl.where(at, block_x, 0.0), 0)
-        decay, state = combine(decay, state, block_decay, block_state)
-    return decay, state
-
-
-@triton.jit
-def _publish(SUM_A, SUM_X, FLAG, b, row, decay, state, offs_r, col_mask, R, n_rows):
-    """Store one summary (decay, state) [BLOCK_R] as row ``row`` of SUM_A / SUM_X
-    [B, n_rows, R], then raise its flag."""
-    offsets = state_offsets(b, row, offs_r, R, n_rows)
-    tl.store(SUM_A + offsets, decay, mask=col_mask)
-    tl.store(SUM_X + offsets, state, mask=col_mask)
-    raise_flag(FLAG)
-
-
-@triton.jit
-def look_back(PART_A, PART_X, GROUP_A, GROUP_X, PART_FLAG, GROUP_FLAG, b, column, part,
-              tile_a, tile_x, carry, offs_r, col_mask, R, n_parts, n_groups, G: tl.constexpr,
-              BLOCK_R: tl.constexpr, SCAN_ROWS: tl.constexpr,
-              REVERSE: tl.constexpr):  # fmt: skip
-    """Publish part ``part``'s summary (tile_a, tile_x) [1, BLOCK_R] (and, from the group's
-    last part in scan order, its group's), then return the state entering the part
-    [1, BLOCK_R]: ``carry`` [BLOCK_R] (h0, or the final-state gradient when REVERSE)
-    composed with every earlier part's summary (later parts' when REVERSE), groups first,
-    in a fixed order. Flags: PART_FLAG [channel blocks, n_parts], GROUP_FLAG
-    [channel blocks, n_groups] int32, zeroed."""
-    part_flags = PART_FLAG + column * n_parts
-    group_flags = GROUP_FLAG + column * n_groups
-    tile_a = tl.reshape(tile_a, [BLOCK_R])
-    tile_x = tl.reshape(tile_x, [BLOCK_R])
-    _publish(PART_A, PART_X, part_flags + part, b, part, tile_a, tile_x, offs_r, col_mask, R,
-             n_parts)  # fmt: skip
-    k = tl.arange(0, G)
-    group = part // G
-    first = group * G
-    last = tl.minimum(first + G, n_parts) - 1
-    if REVERSE:
-        step = -1
-        group_start = last
-        me = last - part
-        n_before = n_groups - 1 - group
-        groups_start = n_groups - 1
-    else:
-        step = 1
-        group_start = first
-        me = part - first
-        n_before = group
-        groups_start = 0
-    # The earlier parts of the group (in scan order), then this part: the group's summary
-    # when this part closes it.
-    _wait_for_flags(part_flags, group_start + step * k, k < me)
-    decay, state = _compose_published(
-        PART_A, PART_X, b, n_parts, group_start, step, me, offs_r, col_mask, R, SCAN_ROWS
-    )
-    if me == last - first:
-        group_a, group_x = combine(decay, state, tile_a, tile_x)
-        _publish(GROUP_A, GROUP_X, group_flags + group, b, group, group_a, group_x, offs_r,
-                 col_mask, R, n_groups)  # fmt: skip
-    # The earlier groups' summaries, then the group's earlier parts.
-    for block in range(0, n_before, G):
-        _wait_for_flags(group_flags, groups_start + step * (block + k), block + k < n_before)
-    before_a, before_x = _compose_published(
-        GROUP_A, GROUP_X, b, n_groups, groups_start, step, n_before, offs_r, col_mask, R,
-        SCAN_ROWS,
-    )  # fmt: skip
-    entering = decay * (before_a * carry + before_x) + state
-    return entering[None, :]
 
 
 @triton.jit
@@ -290,7 +185,8 @@ def backward_lookback_kernel(
 ):
     """Backward of one part, parts taken from the last: the part's states recomputed from
     the checkpoint of its first chunk (FUSED_WRITE) or read from SAVED, its reverse summary
-    published, the look-back for dL/dh after its last row, the gradients of its rows; one
+    published, the look-back for the carry c = a dL/dh entering its last row from the part
+    after it (the final-state gradient for the last part), the gradients of its rows; one
     row of PARTIAL [B * n_parts, slots, R] per program (row b * n_parts + part)."""
     S: tl.constexpr = TILE // SEGMENTS
     CHUNKS_PER_TILE: tl.constexpr = TILE // T

@@ -1,0 +1,142 @@
+"""Summaries published across programs: flags, composition, and the look-back.
+
+A program that scans part of a sequence publishes its summary (decay product, end state:
+the step h -> decay h + state) and raises a flag; others wait for flags and compose the
+published summaries in a fixed order (:func:`combine`), so every state is computed the same
+way on every call. Used by the chained hierarchical passes (``kernels.py``: each run waits
+for its neighbour) and the look-back forms (:func:`look_back`: groups of summaries, at most
+two publications deep).
+"""
+
+import triton
+import triton.language as tl
+
+from samu_kernels.common.chunk import state_offsets
+
+
+@triton.jit
+def combine(a1, b1, a2, b2):
+    """Composition of the steps h -> a1 h + b1 then h -> a2 h + b2."""
+    return a1 * a2, a2 * b1 + b2
+
+
+@triton.jit
+def wait_for_flag(FLAG):
+    """Spin until the flag at FLAG (one int32 per run and channel block) is set, with
+    acquire semantics; the barrier after it orders every thread's later loads after the
+    acquire (so they see what the publisher stored before its release)."""
+    while tl.atomic_add(FLAG, 0, sem="acquire") == 0:
+        pass
+    tl.debug_barrier()
+
+
+@triton.jit
+def raise_flag(FLAG):
+    """Set the flag at FLAG with release semantics, after a barrier that orders every
+    thread's stores of the published state before the release."""
+    tl.debug_barrier()
+    tl.atomic_xchg(FLAG, 1, sem="release")
+
+
+@triton.jit
+def wait_for_flags(FLAGS, indices, valid):
+    """Spin until every flag FLAGS[indices] where ``valid`` ([G]) is raised, with acquire
+    semantics; the barrier after it orders every thread's later loads after the acquires."""
+    pending = 1
+    while pending > 0:
+        flags = tl.atomic_add(FLAGS + indices, 0, mask=valid, sem="acquire")
+        pending = tl.sum(tl.where(valid & (flags == 0), 1, 0), 0)
+    tl.debug_barrier()
+
+
+@triton.jit
+def compose_published(SUM_A, SUM_X, b, n_rows, first, step, count, offs_r, col_mask, R,
+                       SCAN_ROWS: tl.constexpr):  # fmt: skip
+    """The composition, in order, of ``count`` published summaries of SUM_A / SUM_X
+    [B, n_rows, R] at rows first, first + step, ... (step +1 or -1): (decay, state)
+    [BLOCK_R], the identity when ``count`` is 0. Folded SCAN_ROWS rows at a time (a
+    ``tl.associative_scan`` over [SCAN_ROWS, BLOCK_R] each), always in the same order."""
+    decay = tl.full(offs_r.shape, 1.0, tl.float32)
+    state = tl.zeros(offs_r.shape, tl.float32)
+    k = tl.arange(0, SCAN_ROWS)
+    for block in range(0, count, SCAN_ROWS):
+        rows = first + step * (block + k)
+        offsets = (b.to(tl.int64) * n_rows + rows[:, None]) * R + offs_r[None, :]
+        mask = (block + k < count)[:, None] & col_mask[None, :]
+        block_a, block_x = tl.associative_scan(
+            (
+                tl.load(SUM_A + offsets, mask=mask, other=1.0),
+                tl.load(SUM_X + offsets, mask=mask, other=0.0),
+            ),
+            0,
+            combine,
+        )
+        at = k[:, None] == tl.minimum(count - block, SCAN_ROWS) - 1
+        block_decay = tl.sum(tl.where(at, block_a, 0.0), 0)
+        block_state = tl.sum(tl.where(at, block_x, 0.0), 0)
+        decay, state = combine(decay, state, block_decay, block_state)
+    return decay, state
+
+
+@triton.jit
+def publish(SUM_A, SUM_X, FLAG, b, row, decay, state, offs_r, col_mask, R, n_rows):
+    """Store one summary (decay, state) [BLOCK_R] as row ``row`` of SUM_A / SUM_X
+    [B, n_rows, R], then raise its flag."""
+    offsets = state_offsets(b, row, offs_r, R, n_rows)
+    tl.store(SUM_A + offsets, decay, mask=col_mask)
+    tl.store(SUM_X + offsets, state, mask=col_mask)
+    raise_flag(FLAG)
+
+
+@triton.jit
+def look_back(PART_A, PART_X, GROUP_A, GROUP_X, PART_FLAG, GROUP_FLAG, b, column, part,
+              tile_a, tile_x, carry, offs_r, col_mask, R, n_parts, n_groups, G: tl.constexpr,
+              BLOCK_R: tl.constexpr, SCAN_ROWS: tl.constexpr,
+              REVERSE: tl.constexpr):  # fmt: skip
+    """Publish part ``part``'s summary (tile_a, tile_x) [1, BLOCK_R] (and, from the group's
+    last part in scan order, its group's), then return the state entering the part
+    [1, BLOCK_R]: ``carry`` [BLOCK_R] (h0, or the final-state gradient when REVERSE)
+    composed with every earlier part's summary (later parts' when REVERSE), groups first,
+    in a fixed order. Flags: PART_FLAG [channel blocks, n_parts], GROUP_FLAG
+    [channel blocks, n_groups] int32, zeroed."""
+    part_flags = PART_FLAG + column * n_parts
+    group_flags = GROUP_FLAG + column * n_groups
+    tile_a = tl.reshape(tile_a, [BLOCK_R])
+    tile_x = tl.reshape(tile_x, [BLOCK_R])
+    publish(PART_A, PART_X, part_flags + part, b, part, tile_a, tile_x, offs_r, col_mask, R,
+             n_parts)  # fmt: skip
+    k = tl.arange(0, G)
+    group = part // G
+    first = group * G
+    last = tl.minimum(first + G, n_parts) - 1
+    if REVERSE:
+        step = -1
+        group_start = last
+        me = last - part
+        n_before = n_groups - 1 - group
+        groups_start = n_groups - 1
+    else:
+        step = 1
+        group_start = first
+        me = part - first
+        n_before = group
+        groups_start = 0
+    # The earlier parts of the group (in scan order), then this part: the group's summary
+    # when this part closes it.
+    wait_for_flags(part_flags, group_start + step * k, k < me)
+    decay, state = compose_published(
+        PART_A, PART_X, b, n_parts, group_start, step, me, offs_r, col_mask, R, SCAN_ROWS
+    )
+    if me == last - first:
+        group_a, group_x = combine(decay, state, tile_a, tile_x)
+        publish(GROUP_A, GROUP_X, group_flags + group, b, group, group_a, group_x, offs_r,
+                 col_mask, R, n_groups)  # fmt: skip
+    # The earlier groups' summaries, then the group's earlier parts.
+    for block in range(0, n_before, G):
+        wait_for_flags(group_flags, groups_start + step * (block + k), block + k < n_before)
+    before_a, before_x = compose_published(
+        GROUP_A, GROUP_X, b, n_groups, groups_start, step, n_before, offs_r, col_mask, R,
+        SCAN_ROWS,
+    )  # fmt: skip
+    entering = decay * (before_a * carry + before_x) + state
+    return entering[None, :]
