@@ -301,14 +301,13 @@ def launch_forward(
             result.output,
             result.final_state,
             result.saved,
-            *_lookback_buffers(u, geo, n_parts, n_groups),
+            *_summary_buffers(u, geo, n_parts, n_groups),
             *sizes,
             n_parts,
             n_groups,
             HAS_H0=h0 is not None,
             FUSED_WRITE=config.fused_write,
-            G=config.group,
-            SCAN_ROWS=min(LOOKBACK_SCAN_ROWS, config.group),
+            **_lookback_constexprs(config.group),
             **geo.split_flags(config, has_resets=reset is not None),
         )
         return result
@@ -519,13 +518,12 @@ def launch_backward(
             *outputs,
             grads.d_h0,
             partial,
-            *_lookback_buffers(u, geo, n_parts, n_groups),
+            *_summary_buffers(u, geo, n_parts, n_groups),
             *sizes,
             n_parts,
             n_groups,
             FUSED_WRITE=config.fused_write,
-            G=config.group,
-            SCAN_ROWS=min(LOOKBACK_SCAN_ROWS, config.group),
+            **_lookback_constexprs(config.group),
             **geo.split_flags(config, has_resets=reset is not None),
         )
         return _reduce_partials(partial, grads, config)
@@ -623,66 +621,43 @@ def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -
 def _chain_arguments(
     like: torch.Tensor, geo: _Geometry, config: ScanConfig
 ) -> tuple[tuple[torch.Tensor, ...], int, dict[str, Any]]:
-    """The chained kernels' buffers (run states [B, n_runs, R] fp32, zeroed int32 flags
-    [channel blocks, n_runs] and tickets [channel blocks]; for the run look-back also run
-    decays and group summaries, fp32, and group flags [channel blocks, n_groups], zeroed;
-    otherwise placeholders the kernel does not read), the group count and the look-back
-    constexprs."""
-    columns = geo.batch * geo.n_rb
+    """The chained kernels' summary buffers (:func:`_summary_buffers` over runs: the chain
+    uses the run states, flags and tickets; the run look-back all of them), the group count
+    and the look-back constexprs."""
     run_lookback = geo.run_lookback(config)
-    n_groups = triton.cdiv(geo.n_runs, config.group) if run_lookback else 1
-    counters = zeroed_buffer(like, (columns * (geo.n_runs + n_groups + 1),), torch.int32)
-    groups_start = columns * geo.n_runs
-    tickets_start = groups_start + columns * n_groups
-    run_states = new_buffer(like, (geo.batch, geo.n_runs, geo.width), torch.float32)
-    run_decays = group_decays = group_states = run_states
-    if run_lookback:
-        run_decays = new_buffer(like, (geo.batch, geo.n_runs, geo.width), torch.float32)
-        group_decays = new_buffer(like, (geo.batch, n_groups, geo.width), torch.float32)
-        group_states = new_buffer(like, (geo.batch, n_groups, geo.width), torch.float32)
-    buffers = (
-        run_states,
-        counters[:groups_start],
-        counters[tickets_start:],
-        run_decays,
-        group_decays,
-        group_states,
-        counters[groups_start:tickets_start],
-    )
     # Without the look-back its group constants are unused: one compilation for every G.
     group = config.group if run_lookback else 1
-    constexprs = {
-        "LOOK_BACK": run_lookback,
-        "G": group,
-        "SCAN_ROWS": min(LOOKBACK_SCAN_ROWS, group),
-    }
-    return buffers, n_groups, constexprs
+    n_groups = triton.cdiv(geo.n_runs, group) if run_lookback else 1
+    buffers = _summary_buffers(like, geo, geo.n_runs, n_groups)
+    return buffers, n_groups, {"LOOK_BACK": run_lookback, **_lookback_constexprs(group)}
 
 
-def _lookback_buffers(
-    like: torch.Tensor, geo: _Geometry, n_parts: int, n_groups: int
+def _lookback_constexprs(group: int) -> dict[str, int]:
+    """The look-back's group size G and the summaries it composes at a time."""
+    return {"G": group, "SCAN_ROWS": min(LOOKBACK_SCAN_ROWS, group)}
+
+
+def _summary_buffers(
+    like: torch.Tensor, geo: _Geometry, n_rows: int, n_groups: int
 ) -> tuple[torch.Tensor, ...]:
-    """The look-back kernels' summaries, fp32 (parts' decay and state [B, n_parts, R], groups'
-    [B, n_groups, R]), and their zeroed int32 flags (parts' [channel blocks, n_parts],
-    groups' [channel blocks, n_groups]) and tickets [channel blocks], all three from one
-    zeroed buffer (one memset)."""
+    """Summaries published across programs, in the kernels' argument order: decays and
+    states fp32 [B, n_rows, R] (one row per part or run), the groups' [B, n_groups, R], and
+    zeroed int32 flags [channel blocks, n_rows], group flags [channel blocks, n_groups] and
+    tickets [channel blocks], the three from one zeroed buffer (one memset)."""
     columns = geo.batch * geo.n_rb
-    counters = zeroed_buffer(like, (columns * (n_parts + n_groups + 1),), torch.int32)
-    groups_start = columns * n_parts
+    counters = zeroed_buffer(like, (columns * (n_rows + n_groups + 1),), torch.int32)
+    groups_start = columns * n_rows
     tickets_start = groups_start + columns * n_groups
-    part_flags = counters[:groups_start]
-    group_flags = counters[groups_start:tickets_start]
-    tickets = counters[tickets_start:]
-    parts = (geo.batch, n_parts, geo.width)
+    rows = (geo.batch, n_rows, geo.width)
     groups = (geo.batch, n_groups, geo.width)
     return (
-        new_buffer(like, parts, torch.float32),
-        new_buffer(like, parts, torch.float32),
+        new_buffer(like, rows, torch.float32),
+        new_buffer(like, rows, torch.float32),
         new_buffer(like, groups, torch.float32),
         new_buffer(like, groups, torch.float32),
-        part_flags,
-        group_flags,
-        tickets,
+        counters[:groups_start],
+        counters[groups_start:tickets_start],
+        counters[tickets_start:],
     )
 
 
