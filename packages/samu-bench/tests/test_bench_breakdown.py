@@ -12,7 +12,7 @@ from triton.runtime.jit import KernelInterface
 from samu_bench import CaseSpec, ResidentRow, Row, cli
 from samu_bench.breakdown import CATEGORIES, categorize, step_breakdown
 from samu_kernels.common import kernels as common_kernels
-from samu_kernels.common import lookback, split
+from samu_kernels.common import split
 
 CPU = torch.device("cpu")
 
@@ -47,14 +47,14 @@ def test_kernels_fall_in_categories(name: str, category: str) -> None:
 
 def test_every_scan_kernel_is_a_scan() -> None:
     # Each Triton kernel of the scan ops, by the name the profiler reports.
-    scan_modules = (common_kernels, split, lookback)
+    scan_modules = (common_kernels, split)
     names = [
         name
         for module in scan_modules
         for name, value in vars(module).items()
         if isinstance(value, KernelInterface) and name.endswith("_kernel")
     ]
-    assert {"backward_split_kernel", "backward_lookback_kernel"} <= set(names)
+    assert {"backward_split_kernel", "backward_chained_kernel"} <= set(names)
     assert {name: categorize(name) for name in names} == dict.fromkeys(names, "scan")
 
 

@@ -11,11 +11,9 @@ from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import (
     HIERARCHICAL_UNROLL,
     HIERARCHICAL_WARPS_PER_SM,
-    LOOKBACK_ELEMENTS_PER_THREAD,
-    LOOKBACK_WARPS,
+    LOOKBACK_RUNS,
     SEQUENTIAL_PREFETCH,
     SPLIT_ELEMENTS_PER_THREAD,
-    SPLIT_ELEMENTS_PER_THREAD_WIDE,
     TILE_ENV,
     Tile,
     choose_tile,
@@ -50,23 +48,22 @@ def test_heuristic_tiles_are_one_warp_and_fill_the_gpu(
         assert tile.split == 0
     else:
         # Time-split programs; 16 channels when 32 leave SMs without one; whole chunks per
-        # tile, SPLIT_ELEMENTS_PER_THREAD elements per thread (_WIDE in 32-channel programs).
+        # tile, SPLIT_ELEMENTS_PER_THREAD elements per thread.
         assert tile.chunks_per_program == 1
         filled = batch * -(-width // 32) >= H200_SMS
         assert tile.block_r == (32 if filled else 16)
         assert tile.tile_rows % chunk == 0
-        wide_block = tile.block_r == 32
-        elements = SPLIT_ELEMENTS_PER_THREAD_WIDE if wide_block else SPLIT_ELEMENTS_PER_THREAD
-        assert tile.tile_rows * tile.block_r == elements * 32 * tile.split
+        assert tile.tile_rows * tile.block_r == SPLIT_ELEMENTS_PER_THREAD * 32 * tile.split
 
 
 @pytest.mark.parametrize(
     ("shape", "expected"),
     [
-        # (block_r, split, tile_rows): the fastest of the H200 runs of 2026-12-04.
+        # (block_r, split, tile_rows): the fastest SAMU geometries of the H200 run of
+        # 2026-12-04 with tiles as rows (16 elements per thread).
         ((4, 2048, 2048), (32, 4, 64)),  # 256 programs: two per SM, 4 warps each
-        ((1, 8192, 2560), (16, 4, 64)),  # 160 programs: more than SMs, 4 warps each
-        ((1, 32768, 2048), (16, 8, 128)),  # 128 programs: one per SM, 8 warps each
+        ((1, 8192, 2560), (16, 4, 128)),  # 160 programs: more than SMs, 4 warps each
+        ((1, 32768, 2048), (16, 8, 256)),  # 128 programs: one per SM, 8 warps each
     ],
 )
 def test_sequential_tiles_of_the_reference_shapes(
@@ -78,7 +75,7 @@ def test_sequential_tiles_of_the_reference_shapes(
 
 def test_long_chunks_get_a_tile_each() -> None:
     tile = heuristic_tile(1, 32768, 2048, 256, hierarchical=False, multiprocessors=H200_SMS)
-    assert (tile.tile_rows, tile.split) == (256, 16)
+    assert (tile.tile_rows, tile.split) == (256, 8)  # one chunk, 32 rows per warp
 
 
 def test_heuristic_handles_tiny_problems() -> None:
@@ -161,22 +158,12 @@ def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_lookback_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Measured slower than the three passes on the H200: opt-in. Its parts are sized for
-    # names with grouped_prefix (8 elements per thread: 64 rows at 16 channels), always.
+    # Measured slower than the three passes on the H200: opt-in.
     tile = heuristic_tile(1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS)
-    assert tile.lookback == 0
-    grouped = heuristic_tile(
-        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, grouped=True
-    )
-    assert (grouped.lookback, grouped.split) == (0, LOOKBACK_WARPS)
-    rows = LOOKBACK_WARPS * 32 * LOOKBACK_ELEMENTS_PER_THREAD // grouped.block_r
-    assert grouped.tile_rows == max(32, rows)
-    monkeypatch.setenv(TILE_ENV, "lookback=1")
-    asked = choose_tile(
-        1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS, grouped=True
-    )
-    assert asked.lookback == 1
-    assert (asked.split, asked.tile_rows) == (grouped.split, grouped.tile_rows)
+    assert (tile.lookback, tile.split) == (0, 0)
+    monkeypatch.setenv(TILE_ENV, "lookback=2")
+    asked = choose_tile(1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS)
+    assert asked.lookback == LOOKBACK_RUNS
 
 
 def test_only_the_sequential_kernels_prefetch_by_default() -> None:
@@ -203,7 +190,8 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("unroll=3", "power of two"),
         ("chained=2", "0 or 1"),
         ("chained=-1", "0 or 1"),
-        ("lookback=3", "0, 1 or 2"),
+        ("lookback=3", "0 or 2"),
+        ("lookback=1", "0 or 2"),  # the per-tile look-back form, removed
         ("prefetch=-1", ">= 0"),
         ("split=3", "0 or a power of two"),
         ("split=64", "0 or a power of two"),
@@ -232,5 +220,4 @@ def test_sweep_grid_is_small_and_starts_at_the_heuristic(
         hierarchical=spec.hierarchical,
         multiprocessors=H200_SMS,
         light_passes=spec.fused,
-        grouped=(spec.grouped_prefix or 1) > 1,
     )

@@ -100,11 +100,7 @@ def test_reference_file_rows_at_reference_shapes(
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller", "tile"),
     [(*row, "") for row in samu_kernels.REFERENCE_FILE_ROWS]
-    + [
-        (*row, tile)
-        for row in HIERARCHICAL_ROWS
-        for tile in ("chained=1", "lookback=1", "lookback=2")
-    ],
+    + [(*row, tile) for row in HIERARCHICAL_ROWS for tile in ("chained=1", "lookback=2")],
 )
 def test_gradients_are_bitwise_deterministic(
     architecture: str,
@@ -163,7 +159,7 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
-@pytest.mark.parametrize("tile", ["chained=1", "lookback=1", "lookback=2"])
+@pytest.mark.parametrize("tile", ["chained=1", "lookback=2"])
 @pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
 @pytest.mark.parametrize(("architecture", "backend", "controller"), HIERARCHICAL_ROWS)
 def test_one_pass_hierarchical_forms_at_reference_shapes(
@@ -175,9 +171,8 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The one-launch hierarchical forms, opt-in tile knobs: `chained` (runs chained through
-    # flags by tickets), `lookback=1` (parts published and composed through flags) and
-    # `lookback=2` (the chained runs looking back over run summaries); forward, every
-    # gradient and the final state against the fp64 reference.
+    # flags by tickets) and `lookback=2` (the chained runs looking back over run summaries);
+    # forward, every gradient and the final state against the fp64 reference.
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(
         architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=True
@@ -189,21 +184,20 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
 @pytest.mark.parametrize(
     "tile",
     [
-        "lookback=1,block_r=32,split=4,tile_rows=32",
-        "lookback=1,block_r=16,split=2,tile_rows=64",
-        "lookback=1,block_r=32,split=8,tile_rows=256",
+        "block_r=32,split=4,tile_rows=32",  # 4 rows per segment, 8 segments
+        "block_r=16,split=4,tile_rows=128",  # 8 rows per segment, 32 segments
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller"),
     [
-        *HIERARCHICAL_ROWS,
-        ("samu", "grouped_prefix4_hierarchical_chunk16", "reference"),  # saved states
-        ("rglru", "fused_fused_output_fused_write_grouped_prefix8_hierarchical_chunk32", None),
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
+        ("samu", "fused_output_chunk16", "reference"),  # precomputed gates, saved states
+        ("rglru", "fused_shared_sfu_chunk16", None),
     ],
 )
-def test_lookback_geometries_match_the_reference(
+def test_time_split_geometries_match_the_reference(
     architecture: str,
     backend: str,
     controller: str | None,
@@ -211,9 +205,8 @@ def test_lookback_geometries_match_the_reference(
     tile: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The look-back form at odd shapes (L not a multiple of the part, R of the channel
-    # block), with many parts per group and many groups (up to 282 parts: the look-back
-    # composes several blocks of group summaries), resets and h0.
+    # The time-split sequential kernels at odd shapes (L not a multiple of the tile, R of
+    # the channel block) with segments of 4 and 8 rows, resets and h0, in bf16.
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)

@@ -106,12 +106,6 @@ def runs_looking_back(chunks: int) -> str:
     return f"block_r=16,chunks={chunks},lookback=2"
 
 
-def parts_of(rows: int, warps: int = 1) -> str:
-    """The look-back form in parts of ``rows`` rows, programs of ``warps`` warps and
-    16-channel blocks."""
-    return f"lookback=1,block_r=16,split={warps},tile_rows={rows}"
-
-
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller", "tile"),
@@ -141,27 +135,6 @@ def parts_of(rows: int, warps: int = 1) -> str:
             CHAINED,
         ),
         ("samu", "hierarchical_chunk8", "reference", CHAINED),
-        # The look-back form: 5 parts of 8 rows in groups of 2 (three groups; the last
-        # composes both earlier groups' summaries), forward and backward; 3 parts of 16 in
-        # groups of 2 on two warps; 2 parts of a chunk of 32 in one group of 64; saved
-        # states and precomputed gates (no fused_write, the reference controller); and a
-        # name without grouped_prefix, which keeps the three passes.
-        (
-            "samu",
-            "fused_output_grouped_prefix2_hierarchical_chunk8",
-            "fp32_fused_coords",
-            parts_of(8),
-        ),
-        (
-            "rglru",
-            "fused_fused_output_fused_write_grouped_prefix2_hierarchical_chunk8",
-            None,
-            parts_of(16, warps=2),
-        ),
-        ("samu", REFERENCE_FILE_ROWS[2][1], "fp32_fused_coords", parts_of(8)),
-        ("samu", "grouped_prefix4_hierarchical_chunk8", "reference", parts_of(8)),
-        ("rglru", "fused_shared_sfu_grouped_prefix2_hierarchical_chunk8", None, parts_of(8)),
-        ("samu", "hierarchical_chunk8", "reference", parts_of(8)),
         # The chained kernels looking back over run summaries: 5 runs of one chunk in groups
         # of 2; 3 runs of two chunks (the last one short); a name without grouped_prefix,
         # which keeps the three passes.
@@ -213,27 +186,27 @@ def test_geometry_override(
     assert_matches_reference(problem, backend, controller)
 
 
-@pytest.mark.usefixtures("poisoned_buffers")
-@pytest.mark.parametrize("tile", [parts_of(8), runs_looking_back(1)])
-def test_lookback_composes_several_blocks_of_summaries(
-    tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
+def test_too_many_rows_per_thread_are_refused(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
-    # 8 parts (runs) of 8 rows in groups of 2: the last groups compose their earlier groups'
+    # 128 rows over 4 segments (one warp of 64 columns, 16 channels): 32 rows per thread.
+    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=128")
+    problem = make_problem("samu", (1, 20, 19), torch.float32, device, resets=False, h0=False)
+    with pytest.raises(ValueError, match=f"{TILE_ENV}.*32 rows; at most 16"):
+        run(problem, "fused_output_fused_write_chunk8", "fp32_fused_coords")
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_lookback_composes_several_blocks_of_summaries(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # 8 runs of 8 rows in groups of 2: the last groups compose their earlier groups'
     # summaries two at a time (SCAN_ROWS = G = 2) in two blocks, forward and backward.
-    monkeypatch.setenv(TILE_ENV, tile)
+    monkeypatch.setenv(TILE_ENV, runs_looking_back(1))
     problem = make_problem("samu", (1, 61, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(
         problem, "fused_output_fused_write_grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords"
     )
-
-
-def test_lookback_without_warps_is_refused(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
-) -> None:
-    monkeypatch.setenv(TILE_ENV, "lookback=1,split=0")
-    problem = make_problem("samu", (1, 20, 19), torch.float32, device, resets=False, h0=False)
-    with pytest.raises(ValueError, match="lookback=1 needs split >= 1"):
-        run(problem, "grouped_prefix2_hierarchical_chunk8", "fp32_fused_coords")
 
 
 def test_backward_is_bitwise_deterministic(device: torch.device) -> None:

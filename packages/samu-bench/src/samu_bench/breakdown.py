@@ -33,7 +33,6 @@ CATEGORY_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_sequential_kernel",
             "_split_kernel",
             "_chained_kernel",
-            "_lookback_kernel",
             "hgrn",
             "forward_scan",
             "backward_scan",

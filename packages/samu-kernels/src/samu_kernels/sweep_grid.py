@@ -44,7 +44,6 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             hierarchical=spec.hierarchical,
             multiprocessors=multiprocessors,
             light_passes=light_passes,
-            grouped=(spec.grouped_prefix or 1) > 1,
         )
 
     base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides

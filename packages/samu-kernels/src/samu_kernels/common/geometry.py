@@ -5,7 +5,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
     SAMU_KERNELS_TILE="block_r=64,warps=2,stages=3,chunks=8,unroll=8,prefetch=1"
     SAMU_KERNELS_TILE="block_r=16,split=4,tile_rows=64"
-    SAMU_KERNELS_TILE="lookback=1,block_r=32,split=4,tile_rows=64"
+    SAMU_KERNELS_TILE="lookback=2"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -17,10 +17,10 @@ walk whose inputs each chunk asks L2 for; 0: none; compiled kernels only) and ``
 sequential kernels only: 0 walks each chunk row by row in a one-warp program; a power of two
 W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) and
 ``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk) and
-``lookback`` (hierarchical names with ``grouped_prefix``: 1 runs each direction as one
-look-back launch, ``lookback.py``, one program of ``split`` warps per tile of ``tile_rows``
-rows; 2 runs the chained kernels with a look-back over run summaries instead of the chain;
-0: the three passes or the chained ones). Keys left out keep the heuristic's value.
+``lookback`` (hierarchical names with ``grouped_prefix``: 2 runs the chained kernels with a
+look-back over run summaries instead of the chain; 0: the three passes or the chained ones;
+1, a look-back launch of one register tile per program, was removed after measuring 1.5-3.9x
+slower than the three passes). Keys left out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -59,15 +59,21 @@ programs (B * R / BLOCK_R one-warp programs: ~2 per SM on the reference shapes) 
 a chunk's DRAM latency behind each other; in the H200 run of 2026-12-03 one chunk ahead made
 them 7-30 % faster (two chunks: no better), while it made the hierarchical passes, with ~32
 programs per SM, 4-18 % slower in all but one case: they keep 0."""
-SPLIT_ELEMENTS_PER_THREAD = 8
+SPLIT_ELEMENTS_PER_THREAD = 16
 """Elements of each [B, L, R] input a thread of a time-split sequential program holds per
-tile (``Tile.tile_rows`` * ``block_r`` / (32 * ``split``)) in programs of 16 channels. In the
-H200 runs of 2026-12-04 (docs/performance.md, "Segments in threads") 8 beat 4 and 16 on
-[1, 8192, 2560] and [1, 32768, 2048] for both architectures (by 1.1-1.5x)."""
-SPLIT_ELEMENTS_PER_THREAD_WIDE = 16
-"""The same in programs of 32 channels (chosen when B * R / 32 fills the multiprocessors):
-on [4, 2048, 2048], 16 elements were 1.29x (SAMU) and 1.08x (RG-LRU) faster than 8, and 32
-2.4x slower."""
+tile (``Tile.tile_rows`` * ``block_r`` / (32 * ``split``)). With tiles held as 2-D register
+tiles (H200 runs of 2026-12-04, "Segments in threads") 8 beat 4 and 16 in 16-channel programs
+and 16 beat 8 in 32-channel ones; with tiles held as tuples of rows (docs/performance.md,
+"Tile rows in registers"), whose scans need fewer registers and instructions, 16 was the
+fastest SAMU geometry on all three reference shapes (0.189 / 0.433 / 0.932 ms against
+0.205 / 0.467 / 1.122 at 8); at 16 the final code took 0.165 / 0.403 / 0.926 ms (SAMU
+default) and 0.283 / 0.500 / 1.294 ms (RG-LRU's sequential name)."""
+MAX_SEGMENT_ROWS = 16
+"""Most rows of a tile a thread of a time-split program may hold (rows per segment): the
+tile rows are unrolled, so a thread's registers and the compile time grow with them. At 16
+rows (32 elements per thread) the SAMU backward already spilled (614 local-memory
+instructions) and its 18 kernels took 219 s to compile on our CPU; at 64 rows one kernel did
+not compile within 150 s on the H200 host. The heuristic gives 8."""
 SPLIT_WARPS = 4
 """Warps of a time-split program when the problem has more programs than multiprocessors:
 the backward kernel holds 255 registers per thread, so only 8 warps fit a multiprocessor,
@@ -79,23 +85,11 @@ rows per tile keep more loads in flight ([1, 32768, 2048]: 128-row tiles of 8 wa
 1.895 ms, 64 rows of 4 warps 2.624 ms)."""
 MAX_SPLIT = 16
 """Most warps of a time-split program."""
-LOOKBACK_BY_DEFAULT = False
-"""Whether hierarchical names with ``grouped_prefix`` run the look-back form by default: no.
-In the H200 run of 2026-12-04 (docs/performance.md, "The look-back form") it was slower
-than the three passes on every reference shape at every geometry tried (1.5-3.9x at the
-best geometry, up to 5.1x): a program's one tile is too little work for the round trips
-of its look-back."""
-LOOKBACK_TILES = 1
-"""``Tile.lookback`` for the look-back form of one register tile per program (``lookback.py``)."""
 LOOKBACK_RUNS = 2
 """``Tile.lookback`` for the chained kernels with a look-back over run summaries instead of
-the chain: a one-warp program walks its run for the summary, looks back, walks it again."""
-LOOKBACK_WARPS = 4
-"""Warps of a look-back program (one tile of one channel block)."""
-LOOKBACK_ELEMENTS_PER_THREAD = 8
-"""Elements of each [B, L, R] input a thread of a look-back program holds (parts of
-4 warps x 32 threads x 8 / BLOCK_R rows: 64 at 16 channels, the fastest SAMU geometry of the
-H200 run; 16 elements spilled registers in the SAMU backward)."""
+the chain: a one-warp program walks its run for the summary, looks back, walks it again.
+(The value 1 named the look-back form of one register tile per program, removed: measured
+1.5-3.9x slower than the three passes on the H200, docs/performance.md.)"""
 LOOKBACK_SCAN_ROWS = 16
 """Summaries a look-back composes at a time (one [16, BLOCK_R] associative scan; fewer when
 the group is smaller): a whole group of 64 at once held ~50 more registers per thread."""
@@ -143,9 +137,7 @@ class Tile:
     (``split.py``; the warps knobs and unroll, stages and prefetch do not apply to them).
     tile_rows: the rows such a program loads and scans at once, rounded up to the chunk
     (a tile holds whole chunks; 0: one chunk). lookback (hierarchical names with
-    ``grouped_prefix`` only): 1 runs each direction as one launch of one program per tile
-    (``lookback.py``; ``split`` warps, ``tile_rows`` rows, ``block_r`` channels), which reads
-    every input once; 2 runs the chained kernels (one-warp runs, walked twice) with a
+    ``grouped_prefix`` only): 2 runs the chained kernels (one-warp runs, walked twice) with a
     look-back over run summaries instead of the chain; 0: the three passes (or the chained
     ones).
     """
@@ -176,7 +168,6 @@ def heuristic_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
-    grouped: bool = False,
 ) -> Tile:
     """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
 
@@ -196,13 +187,9 @@ def heuristic_tile(
     per program when that gives every multiprocessor a program, else 16 (twice the
     programs); SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a
     multiprocessor to itself, sharing tiles of as many rows as give each thread
-    SPLIT_ELEMENTS_PER_THREAD elements (SPLIT_ELEMENTS_PER_THREAD_WIDE in 32-channel
-    programs; at least one chunk; more warps, up to MAX_SPLIT,
+    SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
-    ahead into L2. ``grouped`` (a hierarchical name with ``grouped_prefix``): the look-back
-    form's parts get LOOKBACK_WARPS warps and as many rows of the channel block as give each
-    thread LOOKBACK_ELEMENTS_PER_THREAD elements (at least one chunk); the form itself runs
-    only when LOOKBACK_BY_DEFAULT or the override asks for it.
+    ahead into L2.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -226,16 +213,9 @@ def heuristic_tile(
         block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
         alone = batch * -(-width // block_r) <= multiprocessors
         warps = SPLIT_WARPS_ALONE if alone else SPLIT_WARPS
-        wide_block = block_r == CHANNELS_PER_WARP
-        elements = SPLIT_ELEMENTS_PER_THREAD_WIDE if wide_block else SPLIT_ELEMENTS_PER_THREAD
-        per_warp = CHANNELS_PER_WARP * elements // block_r  # rows
+        per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // block_r  # rows
         tile_rows = max(chunk, warps * per_warp)
         split = min(MAX_SPLIT, tile_rows // per_warp)
-    if hierarchical and grouped:
-        # The look-back form's parts, at the passes' channel blocks (used when `lookback`).
-        split = LOOKBACK_WARPS
-        per_warp = CHANNELS_PER_WARP * LOOKBACK_ELEMENTS_PER_THREAD // block_r  # rows
-        tile_rows = max(chunk, LOOKBACK_WARPS * max(1, per_warp))
     return Tile(
         block_r=block_r,
         num_warps=1,
@@ -246,7 +226,6 @@ def heuristic_tile(
         prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
         split=split,
         tile_rows=tile_rows,
-        lookback=LOOKBACK_TILES if hierarchical and grouped and LOOKBACK_BY_DEFAULT else 0,
     )
 
 
@@ -278,8 +257,11 @@ def parse_tile_override(text: str) -> dict[str, int]:
             if value not in (0, 1):
                 raise ValueError(f"{TILE_ENV}: chained must be 0 or 1, got {value}")
         elif key == "lookback":
-            if value not in (0, LOOKBACK_TILES, LOOKBACK_RUNS):
-                raise ValueError(f"{TILE_ENV}: lookback must be 0, 1 or 2, got {value}")
+            if value not in (0, LOOKBACK_RUNS):
+                raise ValueError(
+                    f"{TILE_ENV}: lookback must be 0 or {LOOKBACK_RUNS} (the look-back over run "
+                    f"summaries), got {value}"
+                )
         elif key == "split":
             if value != 0 and not (power_of_two and value <= 32):
                 raise ValueError(
@@ -306,7 +288,6 @@ def choose_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
-    grouped: bool = False,
 ) -> Tile:
     """:func:`heuristic_tile` with the ``SAMU_KERNELS_TILE`` override applied."""
     tile = heuristic_tile(
@@ -317,7 +298,6 @@ def choose_tile(
         hierarchical=hierarchical,
         multiprocessors=multiprocessors,
         light_passes=light_passes,
-        grouped=grouped,
     )
     override = os.environ.get(TILE_ENV, "")
     return replace(tile, **parse_tile_override(override)) if override else tile

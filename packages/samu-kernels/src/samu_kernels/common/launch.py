@@ -19,14 +19,14 @@ import torch
 import triton
 
 from samu_kernels.backends import BackendSpec
-from samu_kernels.common import kernels, lookback, split, tiles
+from samu_kernels.common import kernels, split, tiles
 from samu_kernels.common.chunk import INLINE_ASSEMBLY
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
     LOOKBACK_RUNS,
     LOOKBACK_SCAN_ROWS,
-    LOOKBACK_TILES,
     MAX_PREFIX_TILE_ELEMENTS,
+    MAX_SEGMENT_ROWS,
     MIN_BLOCK_R,
     TILE_ENV,
     Tile,
@@ -153,7 +153,6 @@ class _Geometry:
             hierarchical=config.hierarchical,
             multiprocessors=_multiprocessors(u.device),
             light_passes=config.gate_mode == GateMode.RGLRU,
-            grouped=config.group > 1,
         )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
@@ -182,6 +181,13 @@ class _Geometry:
         warps = self.tile.split
         columns = warps * CHANNELS_PER_WARP * tiles.COLUMNS_PER_THREAD.value
         segments = min(rows, max(1, columns // self.tile.block_r))
+        if rows // segments > MAX_SEGMENT_ROWS:
+            raise ValueError(
+                f"{TILE_ENV}: a tile of {rows} rows (tile_rows, at least the chunk) over "
+                f"{segments} segments (split={warps} warps of 64 columns, block_r="
+                f"{self.tile.block_r}) gives each thread {rows // segments} rows; at most "
+                f"{MAX_SEGMENT_ROWS}: raise split, or lower block_r or tile_rows"
+            )
         return {
             "GATE_MODE": int(config.gate_mode),
             "OUT_MODE": int(config.out_mode),
@@ -195,24 +201,9 @@ class _Geometry:
             "num_warps": warps,
         }
 
-    def lookback_sizes(self, config: ScanConfig) -> tuple[int, int] | None:
-        """(parts, groups) of the look-back form (one part per tile, ``config.group`` parts
-        per group), or None when the three passes (or the chained ones) run: the tile does
-        not ask for it, or the name has no ``grouped_prefix`` (groups of one part would make
-        every look-back a walk over all earlier parts)."""
-        if not (config.hierarchical and self.tile.lookback == LOOKBACK_TILES and config.group > 1):
-            return None
-        if self.tile.split < 1:
-            raise ValueError(
-                f"{TILE_ENV}: lookback=1 needs split >= 1 (the warps of a part's program), "
-                f"got split={self.tile.split}"
-            )
-        n_parts = triton.cdiv(self.length, max(self.tile.tile_rows, config.chunk))
-        return n_parts, triton.cdiv(n_parts, config.group)
-
     def run_lookback(self, config: ScanConfig) -> bool:
         """Whether the chained kernels run with a look-back over run summaries instead of the
-        chain (``lookback=2``; names with ``grouped_prefix`` only, as for the tiles)."""
+        chain (``lookback=2``; names with ``grouped_prefix`` only)."""
         return config.hierarchical and self.tile.lookback == LOOKBACK_RUNS and config.group > 1
 
     def flags(self, config: ScanConfig, *, has_resets: bool, backward: bool) -> dict[str, Any]:
@@ -292,25 +283,6 @@ def launch_forward(
         )
         return result
 
-    lookback_sizes = geo.lookback_sizes(config)
-    if lookback_sizes is not None:
-        n_parts, n_groups = lookback_sizes
-        wrap(lookback.forward_lookback_kernel)[(geo.batch * geo.n_rb * n_parts,)](
-            *pointers,
-            _or(h0, u),
-            result.output,
-            result.final_state,
-            result.saved,
-            *_summary_buffers(u, geo, n_parts, n_groups),
-            *sizes,
-            n_parts,
-            n_groups,
-            HAS_H0=h0 is not None,
-            FUSED_WRITE=config.fused_write,
-            **_lookback_constexprs(config.group),
-            **geo.split_flags(config, has_resets=reset is not None),
-        )
-        return result
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
@@ -505,28 +477,6 @@ def launch_backward(
         )
         return _reduce_partials(partial, grads, config)
 
-    lookback_sizes = geo.lookback_sizes(config)
-    if lookback_sizes is not None:
-        n_parts, n_groups = lookback_sizes
-        partial = new_buffer(
-            u, (geo.batch * n_parts, config.num_partials, geo.width), torch.float32
-        )
-        wrap(lookback.backward_lookback_kernel)[(geo.batch * geo.n_rb * n_parts,)](
-            *inputs,
-            grad_final,
-            saved,
-            *outputs,
-            grads.d_h0,
-            partial,
-            *_summary_buffers(u, geo, n_parts, n_groups),
-            *sizes,
-            n_parts,
-            n_groups,
-            FUSED_WRITE=config.fused_write,
-            **_lookback_constexprs(config.group),
-            **geo.split_flags(config, has_resets=reset is not None),
-        )
-        return _reduce_partials(partial, grads, config)
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
@@ -641,7 +591,7 @@ def _summary_buffers(
     like: torch.Tensor, geo: _Geometry, n_rows: int, n_groups: int
 ) -> tuple[torch.Tensor, ...]:
     """Summaries published across programs, in the kernels' argument order: decays and
-    states fp32 [B, n_rows, R] (one row per part or run), the groups' [B, n_groups, R], and
+    states fp32 [B, n_rows, R] (one row per run), the groups' [B, n_groups, R], and
     zeroed int32 flags [channel blocks, n_rows], group flags [channel blocks, n_groups] and
     tickets [channel blocks], the three from one zeroed buffer (one memset)."""
     columns = geo.batch * geo.n_rb

@@ -4,24 +4,24 @@ The row walk (``kernels.forward_sequential_kernel``) gives a program one warp an
 chunk row by row; with one program per (batch row, channel block) that leaves ~2 warps per
 SM on the reference shapes, each waiting on its own loads. Here a program of ``split`` warps
 walks its sequence in tiles of TILE rows (whole chunks: TILE is a multiple of the chunk T),
-each held as one [S, SEGMENTS * BLOCK_R] register tile of SEGMENTS segments of S
-consecutive rows (``tiles.py``: a thread holds S consecutive rows of its columns, each warp
-whole segments).
+each cut into SEGMENTS segments of S consecutive rows and held in the row form of
+``tiles.py``: a tuple of S [SEGMENTS * BLOCK_R] vectors, tile row k holding row k of every
+segment, so that a thread holds S consecutive rows of its columns in separate registers.
 
 Forward, per tile: every thread loads its S rows (the whole tile's loads in flight at once,
 and the next tile's issued before this one is computed), evaluates the gates, scans its
-segment in registers (``tl.associative_scan`` along axis 0, inside the thread), and a scan
-of the segment summaries, as [SEGMENTS, BLOCK_R] (shared memory), gives each segment the state
-entering it; the rows' states are then h = A h_in + X from registers, and the states entering
-the tile's chunks are its checkpoints (FUSED_WRITE). The backward is the same reversed: the
-tile's states are recomputed from the checkpoint of its first chunk (the forward's own scan
-of the same tile, so bit for bit the forward's states), then a reverse scan of
-c_t = a_t (g_t + c_{t+1}) gives dL/dh_t = g_t + c_{t+1}, both exclusive prefixes taken from
-a scan over (inclusive, exclusive) pairs, so that no value has to move between rows. Inputs
-are read once per direction, gates evaluated once per element.
+segments from a zero start with one FMA (and one product of decays) per row
+(:func:`tiles.scan_rows`), and one scan of the segment summaries across the threads
+(:func:`tiles.enter_segments`) gives each segment the state entering it; each row's state is
+then one more FMA, and the states entering the tile's chunks are its checkpoints
+(FUSED_WRITE). The backward is the same reversed: the tile's states are recomputed from the
+checkpoint of its first chunk (the forward's own scan of the same tile, so bit for bit the
+forward's states), then the reverse scan c_t = a_t (g_t + c_{t+1}) gives dL/dh_t =
+g_t + c_{t+1} (:func:`tiles.reverse_scan_rows`). Inputs are read once per direction, gates
+evaluated once per element.
 
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
-:func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tiles instead of rows.
+:func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tile rows.
 """
 
 import triton
@@ -37,16 +37,17 @@ from samu_kernels.common.chunk import (
     store_partials,
 )
 from samu_kernels.common.tiles import (
-    load_backward_tile,
-    load_forward_tile,
+    enter_segments,
+    load_tile_rows,
     program_constants,
-    scan_tile,
+    reverse_scan_rows,
+    row_mask,
+    scan_rows,
+    segment_offsets,
+    segment_starts,
     state_row,
     store_checkpoints,
     sum_segments,
-    tile_mask,
-    tile_offsets,
-    tile_rows,
 )
 
 
@@ -95,31 +96,46 @@ def forward_split_kernel(
         h = tl.zeros([1, BLOCK_R], dtype=tl.float32)
     # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
     # iteration reloads the last tile instead of reading past the end).
-    n_first, n_second, n_third, n_start, n_y, n_skip_u = load_forward_tile(
-        U, GATE_X, GATE_A, Y, RESET, b, 0, columns, column_mask, L, R, TILE, S, SEGMENTS,
-        BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES,
+    next_rows = load_tile_rows(
+        U, GATE_X, GATE_A, Y, RESET, U, b, 0, columns, column_mask, L, R, TILE, S, SEGMENTS,
+        BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, False,
     )  # fmt: skip
     for tile in range(0, n_tiles):
-        first, second, third, start, y, skip_u = n_first, n_second, n_third, n_start, n_y, n_skip_u
-        n_first, n_second, n_third, n_start, n_y, n_skip_u = load_forward_tile(
-            U, GATE_X, GATE_A, Y, RESET, b, tl.minimum(tile + 1, n_tiles - 1), columns,
+        rows = next_rows
+        next_rows = load_tile_rows(
+            U, GATE_X, GATE_A, Y, RESET, U, b, tl.minimum(tile + 1, n_tiles - 1), columns,
             column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
-            FULL_TILES,
+            FULL_TILES, False,
         )  # fmt: skip
-        mask = tile_mask(tile, column_mask, L, TILE, S, SEGMENTS, BLOCK_R, FULL_TILES)
-        a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
-            first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x, GATE_MODE,
-            SHARED_SFU, HAS_RESETS,
-        )  # fmt: skip
-        states, states_before, h = scan_tile(a, x, h, S, SEGMENTS, BLOCK_R, False)
-        rows = tile_rows(tile, TILE, S, SEGMENTS, BLOCK_R)
-        offs = tile_offsets(b, rows, columns, L, R)
-        if FUSED_WRITE:
-            store_checkpoints(SAVED, b, rows, states_before, columns, mask, R, n_chunks, T)
-        else:
-            tl.store(SAVED + offs, states, mask=mask)
-        out = output_of(states, y, skip_u, u, skip, GATE_MODE, OUT_MODE)
-        tl.store(OUT + offs, out.to(OUT.dtype.element_ty), mask=mask)
+        starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
+        offs = segment_offsets(b, starts, columns, L, R)
+        a_rows = ()
+        x_rows = ()
+        u_rows = ()
+        for k in tl.static_range(S):
+            first, second, third, start, _y, _skip_u = rows[k]
+            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
+                first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
+                decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
+            )  # fmt: skip
+            a_rows = a_rows + (a,)  # type: ignore[assignment]  # noqa: RUF005
+            x_rows = x_rows + (x,)  # type: ignore[assignment]  # noqa: RUF005
+            u_rows = u_rows + (u,)  # type: ignore[assignment]  # noqa: RUF005
+        hs, decays = scan_rows(a_rows, x_rows, S)
+        entering, h = enter_segments(decays[S - 1], hs[S - 1], h, SEGMENTS, BLOCK_R, False)
+        before = entering
+        for k in tl.static_range(S):
+            mask = row_mask(starts, k, column_mask, L, FULL_TILES)
+            state = decays[k] * entering + hs[k]
+            if FUSED_WRITE:
+                if k % T == 0:
+                    store_checkpoints(SAVED, b, starts + k, before, columns, mask, R, n_chunks, T)
+            else:
+                tl.store(SAVED + offs + k * R, state, mask=mask)
+            _first, _second, _third, _start, y, skip_u = rows[k]
+            out = output_of(state, y, skip_u, u_rows[k], skip, GATE_MODE, OUT_MODE)
+            tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
+            before = state
     tl.store(final_row, h, mask=state_mask)
 
 
@@ -169,62 +185,70 @@ def backward_split_kernel(
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = tl.load(final_row, mask=state_mask, other=0.0)
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
-    acc_decay = zero
-    acc_wa = zero
-    acc_wx = zero
-    acc_ba = zero
-    acc_bx = zero
-    acc_logc = zero
-    acc_skip = zero
-    n_first, n_second, n_third, n_start, n_d_out, n_g, n_skip_u = load_backward_tile(
+    accs = (zero, zero, zero, zero, zero, zero, zero)
+    next_rows = load_tile_rows(
         U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, n_tiles - 1, columns, column_mask, L, R, TILE,
-        S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES,
+        S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, True,
     )  # fmt: skip
     for i in range(0, n_tiles):
         tile = n_tiles - 1 - i
-        first, second, third, start, d_out, g, skip_u = (
-            n_first, n_second, n_third, n_start, n_d_out, n_g, n_skip_u
-        )  # fmt: skip
-        n_first, n_second, n_third, n_start, n_d_out, n_g, n_skip_u = load_backward_tile(
+        rows = next_rows
+        next_rows = load_tile_rows(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tl.maximum(tile - 1, 0), columns,
             column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
-            FULL_TILES,
+            FULL_TILES, True,
         )  # fmt: skip
-        mask = tile_mask(tile, column_mask, L, TILE, S, SEGMENTS, BLOCK_R, FULL_TILES)
-        offs = tile_offsets(b, tile_rows(tile, TILE, S, SEGMENTS, BLOCK_R), columns, L, R)
-        a, x, log_a, a2, m, gate_in, gate_decay, u = gates_of_row(
-            first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x, GATE_MODE,
-            SHARED_SFU, HAS_RESETS,
-        )  # fmt: skip
+        starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
+        offs = segment_offsets(b, starts, columns, L, R)
+        gates = ()
+        a_rows = ()
+        x_rows = ()
+        g_rows = ()
+        for k in tl.static_range(S):
+            first, second, third, start, _d_out, g, _skip_u = rows[k]
+            row_gates = gates_of_row(
+                first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
+                decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
+            )  # fmt: skip
+            gates = gates + (row_gates,)  # type: ignore[assignment]  # noqa: RUF005
+            a_rows = a_rows + (row_gates[0],)  # type: ignore[assignment]  # noqa: RUF005
+            x_rows = x_rows + (row_gates[1],)  # type: ignore[assignment]  # noqa: RUF005
+            g_rows = g_rows + (g,)  # type: ignore[assignment]  # noqa: RUF005
+        # The tile's states: recomputed from its first checkpoint, or the saved ones.
+        states = ()
         if FUSED_WRITE:
             checkpoint, _checkpoint_mask = state_row(
                 SAVED, b, tile * CHUNKS_PER_TILE, offs_r, col_mask, R, n_chunks
             )
-            h, _h_before, _h_leaving = scan_tile(
-                a, x, tl.load(checkpoint, mask=state_mask, other=0.0), S, SEGMENTS, BLOCK_R, False
-            )
+            hs, decays = scan_rows(a_rows, x_rows, S)
+            entering, _leaving = enter_segments(
+                decays[S - 1], hs[S - 1], tl.load(checkpoint, mask=state_mask, other=0.0),
+                SEGMENTS, BLOCK_R, False,
+            )  # fmt: skip
+            for k in tl.static_range(S):
+                states = states + (decays[k] * entering + hs[k],)  # type: ignore[assignment]  # noqa: RUF005
         else:
-            h = tl.load(SAVED + offs, mask=mask, other=0.0)
-        if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
-            u = skip_u
-        _c, c_next, carry = scan_tile(a, a * g, carry, S, SEGMENTS, BLOCK_R, True)
-        terms = input_gradients(
-            D_U, D_GATE_X, D_GATE_A, D_Y, offs, mask, start, h, x, g + c_next, d_out, g, a2, m,
-            gate_in, gate_decay, u, log_a, decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE,
-            SHARED_SFU,
-        )  # fmt: skip
-        t_decay, t_wa, t_wx, t_ba, t_bx, t_logc, t_skip = terms
-        # Each tile's terms summed over its rows first (inside the threads), in a fixed order.
-        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accumulate_terms(
-            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip),
-            (tl.sum(t_decay, 0), tl.sum(t_wa, 0), tl.sum(t_wx, 0), tl.sum(t_ba, 0),
-             tl.sum(t_bx, 0), tl.sum(t_logc, 0), tl.sum(t_skip, 0)),
-            GATE_MODE,
-            OUT_MODE,
-        )  # fmt: skip
+            for k in tl.static_range(S):
+                mask = row_mask(starts, k, column_mask, L, FULL_TILES)
+                states = states + (tl.load(SAVED + offs + k * R, mask=mask, other=0.0),)  # type: ignore[assignment]  # noqa: RUF005
+        dls, c_decays, c_first, c_decay_first = reverse_scan_rows(a_rows, g_rows, S)
+        c_entering, carry = enter_segments(c_decay_first, c_first, carry, SEGMENTS, BLOCK_R, True)
+        for k in tl.static_range(S):
+            mask = row_mask(starts, k, column_mask, L, FULL_TILES)
+            _first, _second, _third, start, d_out, g, skip_u = rows[k]
+            _a, x, log_a, a2, m, gate_in, gate_decay, u = gates[k]  # type: ignore[var-annotated]
+            if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
+                u = skip_u
+            terms = input_gradients(
+                D_U, D_GATE_X, D_GATE_A, D_Y, offs + k * R, mask, start, states[k], x,
+                dls[k] + c_decays[k] * c_entering, d_out, g, a2, m, gate_in, gate_decay, u, log_a,
+                decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE, SHARED_SFU,
+            )  # fmt: skip
+            accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
     # dL/dh0 = a_0 dL/dh_0 = c_0.
     d_h0_row, _d_h0_mask = state_row(D_H0, b, 0, offs_r, col_mask, R, 1)
     tl.store(d_h0_row, carry, mask=state_mask)
+    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
     store_partials(
         PARTIAL, b, offs_r, col_mask, R, a_param_factor,
         sum_segments(acc_decay, SEGMENTS, BLOCK_R), sum_segments(acc_wa, SEGMENTS, BLOCK_R),
