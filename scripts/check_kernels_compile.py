@@ -219,7 +219,7 @@ def store_then_load_count(ptx: str) -> int:
     load, so the compiler never hoists a load above one): their rolled loops give 0-1
     store-to-load turns in the text. Rows loaded and stored one by one give one turn per row
     (the time-split backward once read its saved states that way, between the rows'
-    gradient stores: measured 1.2-1.4x slower on the H200).
+    gradient stores: ~1.3x slower forward + backward on the H200).
     """
     turns = 0
     last = ""

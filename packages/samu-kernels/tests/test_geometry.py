@@ -76,6 +76,9 @@ def test_sequential_tiles_of_the_reference_shapes(
 def test_long_chunks_get_a_tile_each() -> None:
     tile = heuristic_tile(1, 32768, 2048, 256, hierarchical=False, multiprocessors=H200_SMS)
     assert (tile.tile_rows, tile.split) == (256, 8)  # one chunk, 32 rows per warp
+    # 32-channel programs hold 16 rows per warp: a chunk of 256 takes 16 warps.
+    tile = heuristic_tile(4, 2048, 2048, 256, hierarchical=False, multiprocessors=H200_SMS)
+    assert (tile.block_r, tile.tile_rows, tile.split) == (32, 256, 16)
 
 
 def test_heuristic_handles_tiny_problems() -> None:

@@ -185,7 +185,7 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
     "tile",
     [
         "block_r=32,split=4,tile_rows=32",  # 4 rows per segment, 8 segments
-        "block_r=16,split=4,tile_rows=128",  # 8 rows per segment, 32 segments
+        "block_r=16,split=4,tile_rows=128",  # 8 rows per segment, 16 segments
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])

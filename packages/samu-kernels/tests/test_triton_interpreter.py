@@ -151,7 +151,7 @@ def runs_looking_back(chunks: int) -> str:
             runs_looking_back(2),
         ),
         ("samu", "hierarchical_chunk8", "reference", runs_looking_back(1)),
-        # Time-split sequential kernels: one row per warp (a one-chunk tile); one warp per
+        # Time-split sequential kernels: one row per segment (a one-chunk tile); one warp per
         # program over two channel blocks; tiles of two and four chunks, the last one short
         # (37 rows: tiles of 16, 16, 5 and of 32, 5), checkpoints and saved states; and the
         # one-warp row walk they replace by default.
@@ -169,6 +169,13 @@ def runs_looking_back(chunks: int) -> str:
             "split=2,tile_rows=16,block_r=16",
         ),
         ("rglru", "fused_chunk8", None, "split=4,tile_rows=32"),
+        # 16 rows per segment over chunks of 8: two checkpoints inside every segment.
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=64",
+        ),
         ("samu", "fused_output_fused_write_chunk8", "fp32_fused_coords", "split=0"),
         ("rglru", "fused_chunk8", None, "split=0"),
     ],
@@ -186,13 +193,13 @@ def test_geometry_override(
     assert_matches_reference(problem, backend, controller)
 
 
-def test_too_many_rows_per_thread_are_refused(
+def test_too_many_elements_per_thread_are_refused(
     monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
-    # 128 rows over 4 segments (one warp of 64 columns, 16 channels): 32 rows per thread.
+    # 128 rows of 16 channels on one warp: 64 elements (32 rows) per thread.
     monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=128")
     problem = make_problem("samu", (1, 20, 19), torch.float32, device, resets=False, h0=False)
-    with pytest.raises(ValueError, match=f"{TILE_ENV}.*32 rows; at most 16"):
+    with pytest.raises(ValueError, match=rf"{TILE_ENV}.*64 elements .*\(32 rows\); at most 32"):
         run(problem, "fused_output_fused_write_chunk8", "fp32_fused_coords")
 
 

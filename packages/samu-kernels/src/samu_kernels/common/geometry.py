@@ -68,21 +68,22 @@ and 16 beat 8 in 32-channel ones; with tiles held as tuples of rows (docs/perfor
 fastest SAMU geometry on all three reference shapes (0.189 / 0.433 / 0.932 ms against
 0.205 / 0.467 / 1.122 at 8); at 16 the final code took 0.165 / 0.403 / 0.926 ms (SAMU
 default) and 0.283 / 0.500 / 1.294 ms (RG-LRU's sequential name)."""
-MAX_SEGMENT_ROWS = 16
-"""Most rows of a tile a thread of a time-split program may hold (rows per segment): the
-tile rows are unrolled, so a thread's registers and the compile time grow with them. At 16
-rows (32 elements per thread) the SAMU backward already spilled (614 local-memory
-instructions) and its 18 kernels took 219 s to compile on our CPU; at 64 rows one kernel did
-not compile within 150 s on the H200 host. The heuristic gives 8."""
+MAX_ELEMENTS_PER_THREAD = 32
+"""Most elements of each input a thread of a time-split program may hold per tile (rows per
+segment x columns per thread): the tile rows are unrolled, so a thread's registers and the
+compile time grow with them. At 32 (16 rows of 2 columns) the SAMU backward already spilled
+(614 local-memory instructions) and its 18 kernels took 219 s to compile on our CPU; at 128
+(64 rows) one kernel did not compile within 150 s on the H200 host. The heuristic gives
+SPLIT_ELEMENTS_PER_THREAD."""
 SPLIT_WARPS = 4
 """Warps of a time-split program when the problem has more programs than multiprocessors:
-the backward kernel holds 255 registers per thread, so only 8 warps fit a multiprocessor,
-and 8-warp programs would run in two waves ([1, 8192, 2560]: 64-row tiles of 4 warps
-0.846 ms, 128-row tiles of 8 warps 0.971 ms)."""
+the SAMU backward holds 255 registers per thread, so only 8 warps fit a multiprocessor, and
+8-warp programs would run in two waves (SAMU default on [1, 8192, 2560], tile rows at 16
+elements per thread: 128-row tiles of 4 warps 0.433 ms, 128 rows of 8 warps 0.518 ms)."""
 SPLIT_WARPS_ALONE = 8
 """Warps of a time-split program when every program has a multiprocessor to itself: more
-rows per tile keep more loads in flight ([1, 32768, 2048]: 128-row tiles of 8 warps
-1.895 ms, 64 rows of 4 warps 2.624 ms)."""
+rows per tile keep more loads in flight (SAMU default on [1, 32768, 2048], 16 elements per
+thread: 256-row tiles of 8 warps 0.932 ms, of 16 warps at 8 elements 1.336 ms)."""
 MAX_SPLIT = 16
 """Most warps of a time-split program."""
 LOOKBACK_RUNS = 2

@@ -25,8 +25,8 @@ from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
     LOOKBACK_RUNS,
     LOOKBACK_SCAN_ROWS,
+    MAX_ELEMENTS_PER_THREAD,
     MAX_PREFIX_TILE_ELEMENTS,
-    MAX_SEGMENT_ROWS,
     MIN_BLOCK_R,
     TILE_ENV,
     Tile,
@@ -181,12 +181,13 @@ class _Geometry:
         warps = self.tile.split
         columns = warps * CHANNELS_PER_WARP * tiles.COLUMNS_PER_THREAD.value
         segments = min(rows, max(1, columns // self.tile.block_r))
-        if rows // segments > MAX_SEGMENT_ROWS:
+        elements = rows * self.tile.block_r // (warps * CHANNELS_PER_WARP)
+        if elements > MAX_ELEMENTS_PER_THREAD:
             raise ValueError(
-                f"{TILE_ENV}: a tile of {rows} rows (tile_rows, at least the chunk) over "
-                f"{segments} segments (split={warps} warps of 64 columns, block_r="
-                f"{self.tile.block_r}) gives each thread {rows // segments} rows; at most "
-                f"{MAX_SEGMENT_ROWS}: raise split, or lower block_r or tile_rows"
+                f"{TILE_ENV}: a tile of {rows} rows (tile_rows, at least the chunk) of "
+                f"block_r={self.tile.block_r} channels on split={warps} warps gives each "
+                f"thread {elements} elements of every input ({rows // segments} rows); at most "
+                f"{MAX_ELEMENTS_PER_THREAD}: raise split, or lower block_r or tile_rows"
             )
         return {
             "GATE_MODE": int(config.gate_mode),

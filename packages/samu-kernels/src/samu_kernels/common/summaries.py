@@ -4,8 +4,8 @@ A program that scans part of a sequence publishes its summary (decay product, en
 the step h -> decay h + state) and raises a flag; others wait for flags and compose the
 published summaries in a fixed order (:func:`combine`), so every state is computed the same
 way on every call. Used by the chained hierarchical passes (``kernels.py``: each run waits
-for its neighbour) and the look-back forms (:func:`look_back`: groups of summaries, at most
-two publications deep).
+for its neighbour) and their run look-back (``lookback=2``, :func:`look_back`: groups of run
+summaries, at most two publications deep).
 """
 
 import triton

@@ -48,8 +48,8 @@ def compose_pairs(a1, x1, ea1, ex1, a2, x2, ea2, ex2):
 
 @triton.jit
 def per_segment(x, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):
-    """A per-channel [BLOCK_R] vector repeated for every segment: [SEGMENTS * BLOCK_R] (it
-    broadcasts along axis 1 of a [S, SEGMENTS * BLOCK_R] tile)."""
+    """A per-channel [BLOCK_R] vector repeated for every segment: [SEGMENTS * BLOCK_R], one
+    value per tile column."""
     return tl.reshape(tl.broadcast_to(x[None, :], [SEGMENTS, BLOCK_R]), [SEGMENTS * BLOCK_R])
 
 
@@ -76,7 +76,7 @@ def program_constants(column, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.con
                       SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
                       OUT_MODE: tl.constexpr):  # fmt: skip
     """Channel block ``column``'s (batch row, channels [BLOCK_R], their mask), the tile
-    columns' channels and mask ([1, SEGMENTS * BLOCK_R]) and :func:`chunk.channel_constants`,
+    columns' channels and mask ([SEGMENTS * BLOCK_R]) and :func:`chunk.channel_constants`,
     the per-element ones (decay_scale, w_a, w_x) given per tile column."""
     b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
