@@ -472,13 +472,9 @@ def forward_chained_kernel(
             h0 = tl.load(H0 + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
         else:
             h0 = tl.zeros([BLOCK_R], dtype=tl.float32)
-        h = tl.reshape(
-            look_back(
-                RUN_DECAY, RUN_END, GROUP_DECAY, GROUP_STATE, FLAG, GROUP_FLAG, b, column, run,
-                run_decay[None, :], run_state[None, :], h0, offs_r, col_mask, R, n_runs,
-                n_groups, G, BLOCK_R, SCAN_ROWS, False,
-            ),
-            [BLOCK_R],
+        h = look_back(
+            RUN_DECAY, RUN_END, GROUP_DECAY, GROUP_STATE, FLAG, GROUP_FLAG, b, column, run,
+            run_decay, run_state, h0, offs_r, col_mask, R, n_runs, n_groups, G, SCAN_ROWS, False,
         )  # fmt: skip
         end_state = run_decay * h + run_state
     else:
@@ -923,13 +919,9 @@ def backward_chained_kernel(
     )  # fmt: skip
     if LOOK_BACK:
         final = tl.load(GRAD_FINAL + b.to(tl.int64) * R + offs_r, mask=col_mask, other=0.0)
-        carry = tl.reshape(
-            look_back(
-                RUN_DECAY, RUN_GRAD, GROUP_DECAY, GROUP_STATE, FLAG, GROUP_FLAG, b, column, run,
-                run_decay[None, :], run_grad[None, :], final, offs_r, col_mask, R, n_runs,
-                n_groups, G, BLOCK_R, SCAN_ROWS, True,
-            ),
-            [BLOCK_R],
+        carry = look_back(
+            RUN_DECAY, RUN_GRAD, GROUP_DECAY, GROUP_STATE, FLAG, GROUP_FLAG, b, column, run,
+            run_decay, run_grad, final, offs_r, col_mask, R, n_runs, n_groups, G, SCAN_ROWS, True,
         )  # fmt: skip
     else:
         if run == n_runs - 1:

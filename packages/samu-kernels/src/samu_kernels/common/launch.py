@@ -572,34 +572,31 @@ def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -
 def _chain_arguments(
     like: torch.Tensor, geo: _Geometry, config: ScanConfig
 ) -> tuple[tuple[torch.Tensor, ...], int, dict[str, Any]]:
-    """The chained kernels' summary buffers (:func:`_summary_buffers` over runs: the chain
-    uses the run states, flags and tickets; the run look-back all of them), the group count
-    and the look-back constexprs."""
+    """The chained kernels' summary buffers (:func:`_summary_buffers`: the chain uses the run
+    states, flags and tickets; the run look-back all of them), the group count and the
+    look-back's constexprs (group size G and the summaries it composes at a time)."""
     run_lookback = geo.run_lookback(config)
     # Without the look-back its group constants are unused: one compilation for every G.
     group = config.group if run_lookback else 1
     n_groups = triton.cdiv(geo.n_runs, group) if run_lookback else 1
-    buffers = _summary_buffers(like, geo, geo.n_runs, n_groups)
-    return buffers, n_groups, {"LOOK_BACK": run_lookback, **_lookback_constexprs(group)}
+    constexprs = {
+        "LOOK_BACK": run_lookback,
+        "G": group,
+        "SCAN_ROWS": min(LOOKBACK_SCAN_ROWS, group),
+    }
+    return _summary_buffers(like, geo, n_groups), n_groups, constexprs
 
 
-def _lookback_constexprs(group: int) -> dict[str, int]:
-    """The look-back's group size G and the summaries it composes at a time."""
-    return {"G": group, "SCAN_ROWS": min(LOOKBACK_SCAN_ROWS, group)}
-
-
-def _summary_buffers(
-    like: torch.Tensor, geo: _Geometry, n_rows: int, n_groups: int
-) -> tuple[torch.Tensor, ...]:
-    """Summaries published across programs, in the kernels' argument order: decays and
-    states fp32 [B, n_rows, R] (one row per run), the groups' [B, n_groups, R], and
-    zeroed int32 flags [channel blocks, n_rows], group flags [channel blocks, n_groups] and
-    tickets [channel blocks], the three from one zeroed buffer (one memset)."""
+def _summary_buffers(like: torch.Tensor, geo: _Geometry, n_groups: int) -> tuple[torch.Tensor, ...]:
+    """Run summaries published across programs, in the chained kernels' argument order:
+    decays and states fp32 [B, n_runs, R], the groups' [B, n_groups, R], and zeroed int32
+    flags [channel blocks, n_runs], group flags [channel blocks, n_groups] and tickets
+    [channel blocks], the three from one zeroed buffer (one memset)."""
     columns = geo.batch * geo.n_rb
-    counters = zeroed_buffer(like, (columns * (n_rows + n_groups + 1),), torch.int32)
-    groups_start = columns * n_rows
+    counters = zeroed_buffer(like, (columns * (geo.n_runs + n_groups + 1),), torch.int32)
+    groups_start = columns * geo.n_runs
     tickets_start = groups_start + columns * n_groups
-    rows = (geo.batch, n_rows, geo.width)
+    rows = (geo.batch, geo.n_runs, geo.width)
     groups = (geo.batch, n_groups, geo.width)
     return (
         new_buffer(like, rows, torch.float32),
@@ -613,8 +610,7 @@ def _summary_buffers(
 
 
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A buffer a kernel needs zeroed (flags and tickets of the chained and look-back
-    passes)."""
+    """A buffer a kernel needs zeroed (flags and tickets of the chained passes)."""
     return like.new_zeros(shape, dtype=dtype)
 
 

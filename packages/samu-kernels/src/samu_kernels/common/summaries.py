@@ -89,54 +89,48 @@ def publish(SUM_A, SUM_X, FLAG, b, row, decay, state, offs_r, col_mask, R, n_row
 
 
 @triton.jit
-def look_back(PART_A, PART_X, GROUP_A, GROUP_X, PART_FLAG, GROUP_FLAG, b, column, part,
-              tile_a, tile_x, carry, offs_r, col_mask, R, n_parts, n_groups, G: tl.constexpr,
-              BLOCK_R: tl.constexpr, SCAN_ROWS: tl.constexpr,
-              REVERSE: tl.constexpr):  # fmt: skip
-    """Publish part ``part``'s summary (tile_a, tile_x) [1, BLOCK_R] (and, from the group's
-    last part in scan order, its group's), then return the state entering the part
-    [1, BLOCK_R]: ``carry`` [BLOCK_R] (h0, or the final-state gradient when REVERSE)
-    composed with every earlier part's summary (later parts' when REVERSE), groups first,
-    in a fixed order. Flags: PART_FLAG [channel blocks, n_parts], GROUP_FLAG
-    [channel blocks, n_groups] int32, zeroed."""
-    part_flags = PART_FLAG + column * n_parts
+def look_back(RUN_A, RUN_X, GROUP_A, GROUP_X, RUN_FLAG, GROUP_FLAG, b, column, run, run_a,
+              run_x, carry, offs_r, col_mask, R, n_runs, n_groups, G: tl.constexpr,
+              SCAN_ROWS: tl.constexpr, REVERSE: tl.constexpr):  # fmt: skip
+    """Publish run ``run``'s summary (run_a, run_x) [BLOCK_R] (and, from the group's last run
+    in scan order, its group's), then return the state entering the run [BLOCK_R]: ``carry``
+    [BLOCK_R] (h0, or the final-state gradient when REVERSE) composed with every earlier
+    run's summary (later runs' when REVERSE), groups first, in a fixed order. Flags:
+    RUN_FLAG [channel blocks, n_runs], GROUP_FLAG [channel blocks, n_groups] int32, zeroed."""
+    run_flags = RUN_FLAG + column * n_runs
     group_flags = GROUP_FLAG + column * n_groups
-    tile_a = tl.reshape(tile_a, [BLOCK_R])
-    tile_x = tl.reshape(tile_x, [BLOCK_R])
-    publish(PART_A, PART_X, part_flags + part, b, part, tile_a, tile_x, offs_r, col_mask, R,
-             n_parts)  # fmt: skip
+    publish(RUN_A, RUN_X, run_flags + run, b, run, run_a, run_x, offs_r, col_mask, R, n_runs)
     k = tl.arange(0, G)
-    group = part // G
+    group = run // G
     first = group * G
-    last = tl.minimum(first + G, n_parts) - 1
+    last = tl.minimum(first + G, n_runs) - 1
     if REVERSE:
         step = -1
         group_start = last
-        me = last - part
+        me = last - run
         n_before = n_groups - 1 - group
         groups_start = n_groups - 1
     else:
         step = 1
         group_start = first
-        me = part - first
+        me = run - first
         n_before = group
         groups_start = 0
-    # The earlier parts of the group (in scan order), then this part: the group's summary
-    # when this part closes it.
-    wait_for_flags(part_flags, group_start + step * k, k < me)
+    # The earlier runs of the group (in scan order), then this run: the group's summary
+    # when this run closes it.
+    wait_for_flags(run_flags, group_start + step * k, k < me)
     decay, state = compose_published(
-        PART_A, PART_X, b, n_parts, group_start, step, me, offs_r, col_mask, R, SCAN_ROWS
+        RUN_A, RUN_X, b, n_runs, group_start, step, me, offs_r, col_mask, R, SCAN_ROWS
     )
     if me == last - first:
-        group_a, group_x = combine(decay, state, tile_a, tile_x)
+        group_a, group_x = combine(decay, state, run_a, run_x)
         publish(GROUP_A, GROUP_X, group_flags + group, b, group, group_a, group_x, offs_r,
                  col_mask, R, n_groups)  # fmt: skip
-    # The earlier groups' summaries, then the group's earlier parts.
+    # The earlier groups' summaries, then the group's earlier runs.
     for block in range(0, n_before, G):
         wait_for_flags(group_flags, groups_start + step * (block + k), block + k < n_before)
     before_a, before_x = compose_published(
         GROUP_A, GROUP_X, b, n_groups, groups_start, step, n_before, offs_r, col_mask, R,
         SCAN_ROWS,
     )  # fmt: skip
-    entering = decay * (before_a * carry + before_x) + state
-    return entering[None, :]
+    return decay * (before_a * carry + before_x) + state
