@@ -543,7 +543,6 @@ def input_gradients(
     gate_in,
     gate_decay,
     u,
-    log_a,
     decay_scale,
     w_a,
     w_x,
@@ -555,14 +554,14 @@ def input_gradients(
     """Store the input gradients of rows (any shape of elements at ``offs``) given dL/dh_t
     ``dh``, the state ``h``, the output gradient ``d_out`` and ``g`` (dL/dh through the
     output) and the gates of :func:`gates_of_row` (``u``: the skip input in the precomputed
-    mode); return the parameter-gradient terms (decay, w_a, w_x, b_a, b_x, log_c, skip),
-    for :func:`accumulate_terms` (a mode's unused terms are ``dh`` placeholders)."""
+    mode); return the parameter-gradient terms (decay, w_a, w_x, b_a, b_x, skip),
+    for :func:`accumulate_terms` (a mode's unused terms are ``dh`` placeholders; log_c's
+    is decay_scale times the decay term's, applied to the sums by :func:`store_partials`)."""
     t_decay = dh
     t_wa = dh
     t_wx = dh
     t_ba = dh
     t_bx = dh
-    t_logc = dh
     t_skip = dh
     if OUT_MODE == OUT_Y_H_SKIP:
         tl.store(D_Y + offs, (d_out * (h + skip * u)).to(D_Y.dtype.element_ty), mask=mask)
@@ -598,19 +597,18 @@ def input_gradients(
             t_wx = d_gate_in_logit * u
             t_ba = d_gate_decay_logit
             t_bx = d_gate_in_logit
-            t_logc = d_log_a * log_a
         if OUT_MODE == OUT_Y_H_SKIP:
             d_u += g * skip
         tl.store(D_U + offs, d_u.to(D_U.dtype.element_ty), mask=mask)
-    return t_decay, t_wa, t_wx, t_ba, t_bx, t_logc, t_skip
+    return t_decay, t_wa, t_wx, t_ba, t_bx, t_skip
 
 
 @triton.jit
 def accumulate_terms(accs, terms, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
     """Add the parameter-gradient ``terms`` of :func:`input_gradients` that the modes use to
-    the accumulators ``accs`` (the same seven, any shape that broadcasts)."""
-    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
-    t_decay, t_wa, t_wx, t_ba, t_bx, t_logc, t_skip = terms
+    the accumulators ``accs`` (the same six, any shape that broadcasts)."""
+    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
+    t_decay, t_wa, t_wx, t_ba, t_bx, t_skip = terms
     if GATE_MODE != GATES_PRECOMPUTED:
         acc_decay += t_decay
     if GATE_MODE == GATES_SAMU:
@@ -618,10 +616,9 @@ def accumulate_terms(accs, terms, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexp
         acc_wx += t_wx
         acc_ba += t_ba
         acc_bx += t_bx
-        acc_logc += t_logc
     if OUT_MODE == OUT_Y_H_SKIP:
         acc_skip += t_skip
-    return acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip
+    return acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip
 
 
 @triton.jit
@@ -913,7 +910,7 @@ def backward_chunk(
     """Backward of one chunk, last row first, given ``dh`` = dL/dh at the next chunk's first
     row and ``a_next`` = that row's decay (dL/dh_t = g_t + a_{t+1} dL/dh_{t+1}).
 
-    Writes the chunk's input gradients and adds its parameter-gradient terms to the seven
+    Writes the chunk's input gradients and adds its parameter-gradient terms to the six
     per-channel accumulators ``accs`` (:func:`accumulate_terms`). Returns (dL/dh at the
     chunk's first row, that row's decay a_0, the accumulators). The states h_t come from
     SAVED [B, L, R] or, with FUSED_WRITE, from this program's SCRATCH rows, recomputed from
@@ -972,7 +969,7 @@ def backward_chunk(
             offs = offs0 + k * R
             first, second, third, start, mask = rows[k]
             h, d_out, g, skip_u = extras[k]
-            a, x, log_a, a2, m, gate_in, gate_decay, u = gates_of_row(
+            a, x, _log_a, a2, m, gate_in, gate_decay, u = gates_of_row(
                 first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x,
                 GATE_MODE, SHARED_SFU, HAS_RESETS,
             )  # fmt: skip
@@ -982,7 +979,7 @@ def backward_chunk(
             a_next = a
             terms = input_gradients(
                 D_U, D_GATE_X, D_GATE_A, D_Y, offs, mask, start, h, x, dh, d_out, g, a2, m,
-                gate_in, gate_decay, u, log_a, decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE,
+                gate_in, gate_decay, u, decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE,
                 SHARED_SFU,
             )  # fmt: skip
             accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
@@ -997,18 +994,23 @@ def store_partials(
     col_mask,
     R,
     a_param_factor,
+    decay_scale,
     s_decay,
     s_wa,
     s_wx,
     s_ba,
     s_bx,
-    s_logc,
     s_skip,
     GATE_MODE: tl.constexpr,
 ):
     """Write one program's parameter-gradient partial sums as row ``row`` of
     PARTIAL [P, NUM_PARTIALS, R]: RG-LRU [a_param]; SAMU [a_param, w_a, w_x, b_a, b_x,
-    log_c, skip]; precomputed [skip]."""
+    log_c, skip]; precomputed [skip].
+
+    ``s_decay`` is the channels' sum of d log_a * gate_decay; both decay parameters' partials
+    follow from it (:func:`channel_constants`): a_param's times ``a_param_factor``, and
+    log_c's times ``decay_scale`` (d log_a / d log_c = log_a = decay_scale * gate_decay), so
+    no per-element log_c term is accumulated."""
     if GATE_MODE == GATES_SAMU:
         base = PARTIAL + row.to(tl.int64) * 7 * R + offs_r
         tl.store(base, s_decay * a_param_factor, mask=col_mask)
@@ -1016,7 +1018,7 @@ def store_partials(
         tl.store(base + 2 * R, s_wx, mask=col_mask)
         tl.store(base + 3 * R, s_ba, mask=col_mask)
         tl.store(base + 4 * R, s_bx, mask=col_mask)
-        tl.store(base + 5 * R, s_logc, mask=col_mask)
+        tl.store(base + 5 * R, s_decay * decay_scale, mask=col_mask)
         tl.store(base + 6 * R, s_skip, mask=col_mask)
     elif GATE_MODE == GATES_RGLRU:
         tl.store(PARTIAL + row.to(tl.int64) * R + offs_r, s_decay * a_param_factor, mask=col_mask)

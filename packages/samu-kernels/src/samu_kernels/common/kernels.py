@@ -556,7 +556,6 @@ def backward_sequential_kernel(
     acc_wx = zero
     acc_ba = zero
     acc_bx = zero
-    acc_logc = zero
     acc_skip = zero
     for i in tl.range(0, n_chunks, num_stages=NUM_STAGES):
         prefetch_chunk(
@@ -580,7 +579,7 @@ def backward_sequential_kernel(
             n_chunks - 1 - i,
             dh,
             a_next,
-            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip),
+            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip),
             offs_r,
             col_mask,
             L,
@@ -602,7 +601,7 @@ def backward_sequential_kernel(
             FULL_CHUNKS,
             FUSED_WRITE,
         )
-        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
+        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
     # dL/dh0 = a_0 dL/dh_0.
     tl.store(D_H0 + state_row, a_next * dh, mask=col_mask)
     store_partials(
@@ -612,12 +611,12 @@ def backward_sequential_kernel(
         col_mask,
         R,
         a_param_factor,
+        decay_scale,
         acc_decay,
         acc_wa,
         acc_wx,
         acc_ba,
         acc_bx,
-        acc_logc,
         acc_skip,
         GATE_MODE,
     )
@@ -769,7 +768,6 @@ def _backward_run(
     acc_wx = zero
     acc_ba = zero
     acc_bx = zero
-    acc_logc = zero
     acc_skip = zero
     first, last = _run_chunks(run, chunks_per_program, n_chunks)
     a_next = row_decay(
@@ -784,18 +782,18 @@ def _backward_run(
         dh, a_next, accs = backward_chunk(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, SAVED, scratch, D_U, D_GATE_X, D_GATE_A, D_Y,
             b, last - 1 - i, dh, a_next,
-            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip), offs_r, col_mask, L,
+            (acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip), offs_r, col_mask, L,
             R, n_chunks, decay_scale, w_a, w_x, b_a, b_x, skip, GATE_MODE, OUT_MODE, T, UNROLL,
             BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_CHUNKS, FUSED_WRITE,
         )  # fmt: skip
-        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
+        acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
     # The run that starts at chunk 0 ends with dL/dh0 = a_0 dL/dh_0.
     tl.store(
         D_H0 + b.to(tl.int64) * R + offs_r, a_next * dh, mask=col_mask & (offs_r * 0 + run == 0)
     )
     store_partials(
-        PARTIAL, b * n_runs + run, offs_r, col_mask, R, a_param_factor, acc_decay, acc_wa,
-        acc_wx, acc_ba, acc_bx, acc_logc, acc_skip, GATE_MODE,
+        PARTIAL, b * n_runs + run, offs_r, col_mask, R, a_param_factor, decay_scale, acc_decay,
+        acc_wa, acc_wx, acc_ba, acc_bx, acc_skip, GATE_MODE,
     )  # fmt: skip
 
 

@@ -9,15 +9,20 @@ each cut into SEGMENTS segments of S consecutive rows and held in the row form o
 segment, so that a thread holds S consecutive rows of its columns in separate registers.
 
 Forward, per tile: every thread loads its S rows (the whole tile's loads in flight at once,
-and the next tile's issued before this one is computed), evaluates the gates, scans its
-segments from a zero start with one FMA (and one product of decays) per row
-(:func:`tiles.scan_rows`), and one scan of the segment summaries across the threads
-(:func:`tiles.enter_segments`) gives each segment the state entering it; each row's state is
-then one more FMA, and the states entering the tile's chunks are its checkpoints
-(FUSED_WRITE). The backward is the same reversed: the tile's states are recomputed from the
-checkpoint of its first chunk (the forward's own scan of the same tile, so bit for bit the
-forward's states), then the reverse scan c_t = a_t (g_t + c_{t+1}) gives dL/dh_t =
-g_t + c_{t+1} (:func:`tiles.reverse_scan_rows`). Inputs are read once per direction, gates
+and the next tile's issued before this one is computed), evaluates the gates and composes
+each segment's S steps into one with one FMA and one product of decays per row
+(:func:`tiles.segment_steps`); one scan of the segment steps across the threads
+(:func:`tiles.enter_segments`) gives each segment the state entering it, from which the
+segment's rows are scanned again, one FMA per row (:func:`tiles.states_from`); the states
+entering the tile's chunks are its checkpoints (FUSED_WRITE). The backward is the same
+reversed: the tile's states are recomputed from the checkpoint of its first chunk (the
+forward's own scans of the same tile, so bit for bit the forward's states), then the
+reverse scan c_t = a_t (g_t + c_{t+1}) is composed per segment
+(:func:`tiles.reverse_segment_steps`), joined across segments, and run again from each
+segment's end, giving dL/dh_t = g_t + c_{t+1} row by row, last row first, as each row's
+gradients are stored. Scanning twice instead of keeping each row's state and decay product
+from a zero start holds one value per element instead of two in each direction
+(docs/performance.md, "Each segment scanned twice"). Inputs are read once per direction, gates
 evaluated once per element.
 
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
@@ -40,12 +45,13 @@ from samu_kernels.common.tiles import (
     enter_segments,
     load_tile_rows,
     program_constants,
-    reverse_scan_rows,
+    reverse_segment_steps,
     row_mask,
-    scan_rows,
     segment_offsets,
     segment_starts,
+    segment_steps,
     state_row,
+    states_from,
     store_checkpoints,
     sum_segments,
 )
@@ -86,8 +92,9 @@ def forward_split_kernel(
     S: tl.constexpr = TILE // SEGMENTS
     n_tiles = tl.cdiv(L, TILE)
     (b, offs_r, col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a, b_x,
-     skip) = program_constants(tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS,
-                               GATE_MODE, OUT_MODE)  # fmt: skip
+     skip, _channel_decay_scale) = program_constants(
+        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
+    )  # fmt: skip
     final_row, state_mask = state_row(FINAL, b, 0, offs_r, col_mask, R, 1)
     if HAS_H0:
         h0_row, _ = state_row(H0, b, 0, offs_r, col_mask, R, 1)
@@ -121,12 +128,13 @@ def forward_split_kernel(
             a_rows = a_rows + (a,)  # type: ignore[assignment]  # noqa: RUF005
             x_rows = x_rows + (x,)  # type: ignore[assignment]  # noqa: RUF005
             u_rows = u_rows + (u,)  # type: ignore[assignment]  # noqa: RUF005
-        hs, decays = scan_rows(a_rows, x_rows, S)
-        entering, h = enter_segments(decays[S - 1], hs[S - 1], h, SEGMENTS, BLOCK_R, False)
+        seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
+        entering, h = enter_segments(seg_decay, seg_h, h, SEGMENTS, BLOCK_R, False)
+        states = states_from(entering, a_rows, x_rows, S)
         before = entering
         for k in tl.static_range(S):
             mask = row_mask(starts, k, column_mask, L, FULL_TILES)
-            state = decays[k] * entering + hs[k]
+            state = states[k]
             if FUSED_WRITE:
                 if k % T == 0:
                     store_checkpoints(SAVED, b, starts + k, before, columns, mask, R, n_chunks, T)
@@ -179,13 +187,14 @@ def backward_split_kernel(
     CHUNKS_PER_TILE: tl.constexpr = TILE // T
     n_tiles = tl.cdiv(L, TILE)
     (b, offs_r, col_mask, columns, column_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x,
-     skip) = program_constants(tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS,
-                               GATE_MODE, OUT_MODE)  # fmt: skip
+     skip, channel_decay_scale) = program_constants(
+        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
+    )  # fmt: skip
     final_row, state_mask = state_row(GRAD_FINAL, b, 0, offs_r, col_mask, R, 1)
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = tl.load(final_row, mask=state_mask, other=0.0)
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
-    accs = (zero, zero, zero, zero, zero, zero, zero)
+    accs = (zero, zero, zero, zero, zero, zero)
     next_rows = load_tile_rows(
         U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, n_tiles - 1, columns, column_mask, L, R, TILE,
         S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, True,
@@ -220,39 +229,41 @@ def backward_split_kernel(
             checkpoint, _checkpoint_mask = state_row(
                 SAVED, b, tile * CHUNKS_PER_TILE, offs_r, col_mask, R, n_chunks
             )
-            hs, decays = scan_rows(a_rows, x_rows, S)
+            seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
             entering, _leaving = enter_segments(
-                decays[S - 1], hs[S - 1], tl.load(checkpoint, mask=state_mask, other=0.0),
-                SEGMENTS, BLOCK_R, False,
+                seg_decay, seg_h, tl.load(checkpoint, mask=state_mask, other=0.0), SEGMENTS,
+                BLOCK_R, False,
             )  # fmt: skip
-            for k in tl.static_range(S):
-                states = states + (decays[k] * entering + hs[k],)  # type: ignore[assignment]  # noqa: RUF005
+            states = states_from(entering, a_rows, x_rows, S)
         else:
             for k in tl.static_range(S):
                 mask = row_mask(starts, k, column_mask, L, FULL_TILES)
                 states = states + (tl.load(SAVED + offs + k * R, mask=mask, other=0.0),)  # type: ignore[assignment]  # noqa: RUF005
-        dls, c_decays, c_first, c_decay_first = reverse_scan_rows(a_rows, g_rows, S)
-        c_entering, carry = enter_segments(c_decay_first, c_first, carry, SEGMENTS, BLOCK_R, True)
-        for k in tl.static_range(S):
+        seg_decay, seg_c = reverse_segment_steps(a_rows, g_rows, S)
+        c, carry = enter_segments(seg_decay, seg_c, carry, SEGMENTS, BLOCK_R, True)
+        # The rows from the last: dL/dh_k = g_k + c_{k+1}, c_k = a_k dL/dh_k.
+        for k in tl.static_range(S - 1, -1, -1):
+            dh = g_rows[k] + c
+            c = a_rows[k] * dh
             mask = row_mask(starts, k, column_mask, L, FULL_TILES)
             _first, _second, _third, start, d_out, g, skip_u = rows[k]
-            _a, x, log_a, a2, m, gate_in, gate_decay, u = gates[k]  # type: ignore[var-annotated]
+            _a, x, _log_a, a2, m, gate_in, gate_decay, u = gates[k]  # type: ignore[var-annotated]
             if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
                 u = skip_u
             terms = input_gradients(
-                D_U, D_GATE_X, D_GATE_A, D_Y, offs + k * R, mask, start, states[k], x,
-                dls[k] + c_decays[k] * c_entering, d_out, g, a2, m, gate_in, gate_decay, u, log_a,
-                decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE, SHARED_SFU,
+                D_U, D_GATE_X, D_GATE_A, D_Y, offs + k * R, mask, start, states[k], x, dh, d_out,
+                g, a2, m, gate_in, gate_decay, u, decay_scale, w_a, w_x, skip, GATE_MODE,
+                OUT_MODE, SHARED_SFU,
             )  # fmt: skip
             accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
     # dL/dh0 = a_0 dL/dh_0 = c_0.
     d_h0_row, _d_h0_mask = state_row(D_H0, b, 0, offs_r, col_mask, R, 1)
     tl.store(d_h0_row, carry, mask=state_mask)
-    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_logc, acc_skip = accs
+    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
     store_partials(
-        PARTIAL, b, offs_r, col_mask, R, a_param_factor,
+        PARTIAL, b, offs_r, col_mask, R, a_param_factor, channel_decay_scale,
         sum_segments(acc_decay, SEGMENTS, BLOCK_R), sum_segments(acc_wa, SEGMENTS, BLOCK_R),
         sum_segments(acc_wx, SEGMENTS, BLOCK_R), sum_segments(acc_ba, SEGMENTS, BLOCK_R),
-        sum_segments(acc_bx, SEGMENTS, BLOCK_R), sum_segments(acc_logc, SEGMENTS, BLOCK_R),
-        sum_segments(acc_skip, SEGMENTS, BLOCK_R), GATE_MODE,
+        sum_segments(acc_bx, SEGMENTS, BLOCK_R), sum_segments(acc_skip, SEGMENTS, BLOCK_R),
+        GATE_MODE,
     )  # fmt: skip

@@ -4,13 +4,15 @@ checkpoints and the scans.
 A tile of TILE rows (whole chunks) is cut into SEGMENTS segments of S = TILE / SEGMENTS
 consecutive rows, and its columns w * BLOCK_R + c are channel c of segment w. It is held as
 a tuple of S [SEGMENTS * BLOCK_R] vectors, *tile rows*: tile row k holds row w * S + k of
-every segment w. Each vector is spread over the threads two columns (adjacent channels) per
-thread, so a thread holds S consecutive rows of its columns, in separate registers, and each
-warp whole segments. The scan inside a segment is then a chain of FMAs in each thread
-(:func:`scan_rows`, :func:`reverse_scan_rows`) with each row's neighbour at hand, and row
-k's element offsets are row 0's plus the constant k * R (an immediate of the loads and
-stores); one scan of the segment summaries across the threads (:func:`enter_segments`,
-shared memory) per tile joins the segments.
+every segment w. Triton lays each vector over the program's 32 * W threads one column per
+thread, wrapping: thread t holds columns t and t + 32 * W (COLUMNS_PER_THREAD), the same
+channel of two segments, so a thread holds S consecutive rows of its columns, in separate
+registers, each warp whole segments, and a warp's load of a tile row reads 32 consecutive
+channels. The scan inside a segment is then a chain of FMAs in each thread
+(:func:`segment_steps`, :func:`states_from`, :func:`reverse_segment_steps`) with each row's
+neighbour at hand, and row k's element offsets are row 0's plus the constant k * R (an
+immediate of the loads and stores); one scan of the segment summaries across the threads
+(:func:`enter_segments`, shared memory) per tile joins the segments.
 
 (The first version held the tile as one [S, SEGMENTS * BLOCK_R] tensor and scanned it with
 ``tl.associative_scan`` along axis 0: (inclusive, exclusive) pairs composed per row and the
@@ -33,9 +35,10 @@ from samu_kernels.common.chunk import (
 from samu_kernels.common.kernels import program_channels
 
 COLUMNS_PER_THREAD: tl.constexpr = tl.constexpr(2)
-"""Tile columns (adjacent channels) per thread: the contiguity the tile rows' offsets declare
-(:func:`segment_offsets`); the launcher sizes SEGMENTS so that the program's threads cover
-the columns."""
+"""Tile columns per thread: the launcher sizes SEGMENTS so that a tile row has this many
+columns per thread of the program. (Declaring two adjacent channels per thread contiguous
+and aligned gives 32-bit bf16 loads, but puts two segments in a warp: the segment scan then
+shuffles inside warps, 152 more SASS instructions per tile in the SAMU backward.)"""
 
 
 @triton.jit
@@ -77,7 +80,8 @@ def program_constants(column, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.con
                       OUT_MODE: tl.constexpr):  # fmt: skip
     """Channel block ``column``'s (batch row, channels [BLOCK_R], their mask), the tile
     columns' channels and mask ([SEGMENTS * BLOCK_R]) and :func:`chunk.channel_constants`,
-    the per-element ones (decay_scale, w_a, w_x) given per tile column."""
+    the per-element ones (decay_scale, w_a, w_x) given per tile column, then decay_scale
+    again per channel ([BLOCK_R], for :func:`chunk.store_partials`)."""
     b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
@@ -86,7 +90,7 @@ def program_constants(column, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.con
         b, offs_r, col_mask, per_segment(offs_r, SEGMENTS, BLOCK_R),
         per_segment(col_mask, SEGMENTS, BLOCK_R), per_segment(decay_scale, SEGMENTS, BLOCK_R),
         a_param_factor, per_segment(w_a, SEGMENTS, BLOCK_R),
-        per_segment(w_x, SEGMENTS, BLOCK_R), b_a, b_x, skip,
+        per_segment(w_x, SEGMENTS, BLOCK_R), b_a, b_x, skip, decay_scale,
     )  # fmt: skip
 
 
@@ -111,10 +115,8 @@ def segment_starts(tile, TILE: tl.constexpr, S: tl.constexpr, SEGMENTS: tl.const
 @triton.jit
 def segment_offsets(b, starts, columns, L, R):
     """int64 element offsets [SEGMENTS * BLOCK_R] of tile row 0 (``starts``) in a [B, L, R]
-    tensor (``columns``: each column's channel). Declared contiguous in COLUMNS_PER_THREAD
-    columns only: Triton's coalescing then gives a thread that many adjacent channels
-    instead of spreading eight channels of a row over threads and warps."""
-    return tl.max_contiguous((b.to(tl.int64) * L + starts) * R + columns, [COLUMNS_PER_THREAD])
+    tensor (``columns``: each column's channel)."""
+    return (b.to(tl.int64) * L + starts) * R + columns
 
 
 @triton.jit
@@ -157,41 +159,43 @@ def load_tile_rows(
 
 
 @triton.jit
-def scan_rows(a_rows, x_rows, S: tl.constexpr):
-    """The scan h_k = a_k h_{k-1} + x_k of every segment's S rows from a zero start, inside
-    the threads: (hs, decays), tuples of S [SEGMENTS * BLOCK_R] vectors with the state after
-    row k from a zero start and the product a_0 ... a_k (so the state entering the segment
-    as e gives decays[k] * e + hs[k])."""
+def segment_steps(a_rows, x_rows, S: tl.constexpr):
+    """Every segment's step h_out = decay * h_in + h over its S rows h_k = a_k h_{k-1} + x_k
+    (one FMA and one product of decays per row, inside the threads): (decay, h),
+    [SEGMENTS * BLOCK_R] vectors, for :func:`enter_segments`."""
     h = x_rows[0]
     decay = a_rows[0]
-    hs = (h,)
-    decays = (decay,)
     for k in tl.static_range(1, S):
         h = a_rows[k] * h + x_rows[k]
         decay = a_rows[k] * decay
-        hs = hs + (h,)  # type: ignore[assignment]  # noqa: RUF005
-        decays = decays + (decay,)  # type: ignore[assignment]  # noqa: RUF005
-    return hs, decays
+    return decay, h
 
 
 @triton.jit
-def reverse_scan_rows(a_rows, g_rows, S: tl.constexpr):
-    """The reverse scan c_k = a_k (g_k + c_{k+1}) of every segment's S rows from c = 0 after
-    its last row: (dhs, decays, c_first, decay_first). dhs[k] = g_k + c_{k+1} and decays[k]
-    the product a_{k+1} ... a_{S-1} (1 for the last row), so that with c entering the
-    segment's end as e, dL/dh_k = dhs[k] + decays[k] * e; (decay_first, c_first) is the
-    segment's step, c at its first row = decay_first * e + c_first."""
-    c = tl.zeros_like(g_rows[S - 1])
-    decay = tl.full(c.shape, 1.0, tl.float32)
-    dhs = ()
-    decays = ()
-    for i in tl.static_range(S):
-        dh = g_rows[S - 1 - i] + c
-        dhs = (dh,) + dhs  # type: ignore[assignment]  # noqa: RUF005
-        decays = (decay,) + decays  # type: ignore[assignment]  # noqa: RUF005
-        c = a_rows[S - 1 - i] * dh
+def states_from(entering, a_rows, x_rows, S: tl.constexpr):
+    """The states h_k = a_k h_{k-1} + x_k of every segment's S rows from the state
+    ``entering`` it (:func:`enter_segments`): a tuple of S [SEGMENTS * BLOCK_R] vectors, one
+    FMA per row. The forward's outputs and the backward's recomputed states both come from
+    here, so the backward's states are the forward's bit for bit."""
+    h = entering
+    states = ()
+    for k in tl.static_range(S):
+        h = a_rows[k] * h + x_rows[k]
+        states = states + (h,)  # type: ignore[assignment]  # noqa: RUF005
+    return states
+
+
+@triton.jit
+def reverse_segment_steps(a_rows, g_rows, S: tl.constexpr):
+    """Every segment's step of the reverse scan c_k = a_k (g_k + c_{k+1}) over its S rows,
+    entered after its last row: (decay, c) with c at its first row = decay * c_in + c
+    ([SEGMENTS * BLOCK_R] vectors, for :func:`enter_segments` with REVERSE)."""
+    c = a_rows[S - 1] * g_rows[S - 1]
+    decay = a_rows[S - 1]
+    for i in tl.static_range(1, S):
+        c = a_rows[S - 1 - i] * (g_rows[S - 1 - i] + c)
         decay = a_rows[S - 1 - i] * decay
-    return dhs, decays, c, decay
+    return decay, c
 
 
 @triton.jit
