@@ -21,7 +21,8 @@ reverse scan c_t = a_t (g_t + c_{t+1}) is composed per segment
 (:func:`tiles.reverse_segment_steps`), joined across segments, and run again from each
 segment's end, giving dL/dh_t = g_t + c_{t+1} row by row, last row first, as each row's
 gradients are stored. Scanning twice instead of keeping each row's state and decay product
-from a zero start holds one value per element instead of two in each direction
+from a zero start (and, in reverse, each row's partial gradient and suffix product) leaves
+the backward one value per element to hold instead of two per direction
 (docs/performance.md, "Each segment scanned twice"). Inputs are read once per direction, gates
 evaluated once per element.
 

@@ -4,15 +4,17 @@ checkpoints and the scans.
 A tile of TILE rows (whole chunks) is cut into SEGMENTS segments of S = TILE / SEGMENTS
 consecutive rows, and its columns w * BLOCK_R + c are channel c of segment w. It is held as
 a tuple of S [SEGMENTS * BLOCK_R] vectors, *tile rows*: tile row k holds row w * S + k of
-every segment w. Triton lays each vector over the program's 32 * W threads one column per
-thread, wrapping: thread t holds columns t and t + 32 * W (COLUMNS_PER_THREAD), the same
-channel of two segments, so a thread holds S consecutive rows of its columns, in separate
-registers, each warp whole segments, and a warp's load of a tile row reads 32 consecutive
-channels. The scan inside a segment is then a chain of FMAs in each thread
-(:func:`segment_steps`, :func:`states_from`, :func:`reverse_segment_steps`) with each row's
-neighbour at hand, and row k's element offsets are row 0's plus the constant k * R (an
-immediate of the loads and stores); one scan of the segment summaries across the threads
-(:func:`enter_segments`, shared memory) per tile joins the segments.
+every segment w. A thread holds COLUMNS_PER_THREAD columns, so S consecutive rows of them,
+in separate registers. Which columns is Triton's layout: Triton 3.6 (the H200's) lays each
+vector over the program's 32 * W threads one column per thread, wrapping (thread t holds
+columns t and t + 32 * W, the same channel of two segments when BLOCK_R divides 32 * W: each
+warp holds whole segments, and its load of a tile row reads 32 consecutive channels); Triton
+3.9 gives a thread two adjacent channels, two segments per warp. The scan inside a segment
+is then a chain of FMAs in each thread (:func:`segment_steps`, :func:`states_from`,
+:func:`reverse_segment_steps`) with each row's neighbour at hand, and row k's element
+offsets are row 0's plus the constant k * R (an immediate of the loads and stores); one scan
+of the segment summaries across the threads (:func:`enter_segments`, shared memory) per tile
+joins the segments.
 
 (The first version held the tile as one [S, SEGMENTS * BLOCK_R] tensor and scanned it with
 ``tl.associative_scan`` along axis 0: (inclusive, exclusive) pairs composed per row and the
@@ -36,9 +38,10 @@ from samu_kernels.common.kernels import program_channels
 
 COLUMNS_PER_THREAD: tl.constexpr = tl.constexpr(2)
 """Tile columns per thread: the launcher sizes SEGMENTS so that a tile row has this many
-columns per thread of the program. (Declaring two adjacent channels per thread contiguous
-and aligned gives 32-bit bf16 loads, but puts two segments in a warp: the segment scan then
-shuffles inside warps, 152 more SASS instructions per tile in the SAMU backward.)"""
+columns per thread of the program. (Under Triton 3.6, declaring two adjacent channels per
+thread contiguous and aligned gives 32-bit bf16 loads, but puts two segments in a warp: the
+segment scan then shuffles inside warps, 152 more SASS instructions per tile in the SAMU
+backward.)"""
 
 
 @triton.jit
@@ -63,9 +66,19 @@ def sum_segments(x, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
-def pick(x, index, target: tl.constexpr, axis: tl.constexpr):
-    """The slice of ``x`` at ``index == target`` along ``axis`` (a masked sum)."""
-    return tl.sum(tl.where(index == target, x, 0.0), axis)
+def add_pairs(a1, x1, a2, x2):
+    """Elementwise sums of two pairs (the combine of :func:`pick_pair`)."""
+    return a1 + a2, x1 + x2
+
+
+@triton.jit
+def pick_pair(a, x, index, target: tl.constexpr, axis: tl.constexpr):
+    """The slices of ``a`` and ``x`` at ``index == target`` along ``axis``: masked sums,
+    in one reduction (two ``tl.sum`` calls exchange across warps twice: three more barriers
+    per tile in the SAMU backward, the same instructions otherwise)."""
+    return tl.reduce(
+        (tl.where(index == target, a, 0.0), tl.where(index == target, x, 0.0)), axis, add_pairs
+    )
 
 
 @triton.jit
@@ -217,7 +230,8 @@ def enter_segments(seg_a, seg_x, carry, SEGMENTS: tl.constexpr, BLOCK_R: tl.cons
     )
     w = tl.arange(0, SEGMENTS)[:, None]
     last_segment: tl.constexpr = 0 if REVERSE else SEGMENTS - 1
-    tile_a = pick(ia, w, last_segment, 0)[None, :]
-    tile_x = pick(ix, w, last_segment, 0)[None, :]
+    tile_a, tile_x = pick_pair(ia, ix, w, last_segment, 0)
+    tile_a = tile_a[None, :]
+    tile_x = tile_x[None, :]
     entering = tl.reshape(wa * carry + wx, [SEGMENTS * BLOCK_R])
     return entering, tile_a * carry + tile_x
