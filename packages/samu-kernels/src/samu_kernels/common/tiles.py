@@ -205,9 +205,9 @@ def reverse_segment_steps(a_rows, g_rows, S: tl.constexpr):
     ([SEGMENTS * BLOCK_R] vectors, for :func:`enter_segments` with REVERSE)."""
     c = a_rows[S - 1] * g_rows[S - 1]
     decay = a_rows[S - 1]
-    for i in tl.static_range(1, S):
-        c = a_rows[S - 1 - i] * (g_rows[S - 1 - i] + c)
-        decay = a_rows[S - 1 - i] * decay
+    for k in tl.static_range(S - 2, -1, -1):
+        c = a_rows[k] * (g_rows[k] + c)
+        decay = a_rows[k] * decay
     return decay, c
 
 
