@@ -433,10 +433,10 @@ def gates_of_row(
 ):
     """(a, x) of a row from its :func:`load_row` values, and what the backward reuses.
 
-    Returns (a, x, log_a, a2, m, gate_in, gate_decay, u): a and x are the step's decay and
-    input (identity a = 1, x = 0 outside the sequence), log_a the pre-reset log-decay,
-    a2 = a^2, m = sqrt(1 - a^2) (1 at a document start), gate_in/gate_decay the sigmoid
-    gates and u the input (zeros in the precomputed mode).
+    Returns (a, x, a2, m, gate_in, gate_decay, u): a and x are the step's decay and input
+    (identity a = 1, x = 0 outside the sequence), a2 = a^2 before the reset, m = sqrt(1 -
+    a^2) (1 at a document start), gate_in/gate_decay the sigmoid gates and u the input
+    (zeros in the precomputed mode).
     """
     if GATE_MODE == GATES_PRECOMPUTED:
         log_a = first
@@ -473,7 +473,7 @@ def gates_of_row(
         x = m * gate_in * u
     a = tl.where(mask, a, 1.0)
     x = tl.where(mask, x, 0.0)
-    return a, x, log_a, a2, m, gate_in, gate_decay, u
+    return a, x, a2, m, gate_in, gate_decay, u
 
 
 @triton.jit
@@ -674,7 +674,7 @@ def forward_chunk(
         for k in tl.static_range(UNROLL):
             first, second, third, start, mask = rows[k]
             y, skip_u = extras[k]  # type: ignore[var-annotated]
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
+            a, x, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
                 first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x,
                 GATE_MODE, SHARED_SFU, HAS_RESETS,
             )  # fmt: skip
@@ -723,7 +723,7 @@ def chunk_summary(
         )  # fmt: skip
         for k in tl.static_range(UNROLL):
             first, second, third, start, mask = rows[k]
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u = gates_of_row(
+            a, x, _a2, _m, _gate_in, _gate_decay, _u = gates_of_row(
                 first,
                 second,
                 third,
@@ -848,7 +848,7 @@ def recompute_chunk_states(
         for k in tl.static_range(UNROLL):
             i = block * UNROLL + k
             first, second, third, start, mask = rows[k]
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, _u = gates_of_row(
+            a, x, _a2, _m, _gate_in, _gate_decay, _u = gates_of_row(
                 first,
                 second,
                 third,
@@ -969,7 +969,7 @@ def backward_chunk(
             offs = offs0 + k * R
             first, second, third, start, mask = rows[k]
             h, d_out, g, skip_u = extras[k]
-            a, x, _log_a, a2, m, gate_in, gate_decay, u = gates_of_row(
+            a, x, a2, m, gate_in, gate_decay, u = gates_of_row(
                 first, second, third, start, mask, decay_scale, w_a, w_x, b_a, b_x,
                 GATE_MODE, SHARED_SFU, HAS_RESETS,
             )  # fmt: skip

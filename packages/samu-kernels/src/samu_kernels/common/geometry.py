@@ -68,6 +68,12 @@ and 16 beat 8 in 32-channel ones; with tiles held as tuples of rows (docs/perfor
 fastest SAMU geometry on all three reference shapes (0.189 / 0.433 / 0.932 ms against
 0.205 / 0.467 / 1.122 at 8); at 16 the final code took 0.165 / 0.403 / 0.926 ms (SAMU
 default) and 0.283 / 0.500 / 1.294 ms (RG-LRU's sequential name)."""
+COLUMNS_PER_THREAD = 2
+"""Tile columns per thread of a time-split program: the launcher sizes SEGMENTS so that a
+tile row has this many columns per thread. (Under Triton 3.6, declaring two adjacent
+channels per thread contiguous and aligned gives 32-bit bf16 loads, but puts two segments in
+a warp: the segment scan then shuffles inside warps, 152 more SASS instructions per tile in
+the SAMU backward.)"""
 MAX_ELEMENTS_PER_THREAD = 32
 """Most elements of each input a thread of a time-split program may hold per tile (rows per
 segment x columns per thread): the tile rows are unrolled, so a thread's registers and the

@@ -19,10 +19,11 @@ import torch
 import triton
 
 from samu_kernels.backends import BackendSpec
-from samu_kernels.common import kernels, split, tiles
+from samu_kernels.common import kernels, split
 from samu_kernels.common.chunk import INLINE_ASSEMBLY
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
+    COLUMNS_PER_THREAD,
     LOOKBACK_RUNS,
     LOOKBACK_SCAN_ROWS,
     MAX_ELEMENTS_PER_THREAD,
@@ -174,12 +175,12 @@ class _Geometry:
 
     def split_flags(self, config: ScanConfig, *, has_resets: bool) -> dict[str, Any]:
         """The constexprs and launch options of the time-split sequential kernels: a tile of
-        TILE rows in SEGMENTS segments, as many as put ``tiles.COLUMNS_PER_THREAD`` tile
+        TILE rows in SEGMENTS segments, as many as put ``COLUMNS_PER_THREAD`` tile
         columns on every thread of the ``split`` warps (each warp holds whole segments, and
         a thread all the rows of its columns)."""
         rows = max(self.tile.tile_rows, config.chunk)
         warps = self.tile.split
-        columns = warps * CHANNELS_PER_WARP * tiles.COLUMNS_PER_THREAD.value
+        columns = warps * CHANNELS_PER_WARP * COLUMNS_PER_THREAD
         segments = min(rows, max(1, columns // self.tile.block_r))
         elements = rows * self.tile.block_r // (warps * CHANNELS_PER_WARP)
         if elements > MAX_ELEMENTS_PER_THREAD:

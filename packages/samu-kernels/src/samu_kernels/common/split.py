@@ -122,7 +122,7 @@ def forward_split_kernel(
         u_rows = ()
         for k in tl.static_range(S):
             first, second, third, start, _y, _skip_u = rows[k]
-            a, x, _log_a, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
+            a, x, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
                 first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
                 decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
             )  # fmt: skip
@@ -248,7 +248,7 @@ def backward_split_kernel(
             c = a_rows[k] * dh
             mask = row_mask(starts, k, column_mask, L, FULL_TILES)
             _first, _second, _third, start, d_out, g, skip_u = rows[k]
-            _a, x, _log_a, a2, m, gate_in, gate_decay, u = gates[k]  # type: ignore[var-annotated]
+            _a, x, a2, m, gate_in, gate_decay, u = gates[k]  # type: ignore[var-annotated]
             if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
                 u = skip_u
             terms = input_gradients(
