@@ -91,6 +91,39 @@ def test_sequences_shorter_than_a_chunk(
     assert_matches_reference(problem, backend, "fp32_fused_coords")
 
 
+SATURATING_LOGITS = {
+    "rglru": ("gate_x_logits", "gate_a_logits"),
+    "samu": ("gate_a_weight", "gate_x_weight"),
+}
+"""The inputs scaled by 100 so that most gate logits lie far outside the sigmoid's range."""
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp2:RuntimeWarning")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        # shared_sfu names: without it 1 - a^2 is 1 - exp(2 log_a) as written, which cancels
+        # as a -> 1 (relative errors of 2-5e-5 on these inputs, docs/kernels.md).
+        ("rglru", "fused_shared_sfu_grouped_prefix32_hierarchical_chunk16", None),
+        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None),
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
+    ],
+)
+def test_saturated_gates(
+    architecture: str, backend: str, controller: str | None, device: torch.device
+) -> None:
+    # Logits of a few hundred: 2^-z overflows to inf in fp32 where a sigmoid is 0, decays
+    # of exactly 1 (1 - a^2 = 0, the clipped sqrt derivative), gates of exactly 0 and 1.
+    problem = make_problem(architecture, SHAPE, torch.float32, device, resets=True, h0=True)
+    for name in SATURATING_LOGITS[architecture]:
+        tensor = problem.tensors[name]
+        assert tensor is not None
+        problem.tensors[name] = tensor * 100.0
+    got = assert_matches_reference(problem, backend, controller)
+    assert all(bool(torch.isfinite(value).all()) for value in got.values())
+
+
 CHAINED = "block_r=16,chunks=2,chained=1,lookback=0"
 
 

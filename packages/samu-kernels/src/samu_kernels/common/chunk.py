@@ -16,9 +16,10 @@ Constexpr switches shared by all pieces:
   ``GATE_A``), ``u`` and ``a_param``; ``GATES_SAMU`` computes them from ``u`` with SAMU's
   coordinate-wise controller.
 * ``OUT_MODE``: the output written in the compute dtype: h, y*h, or y*(h + skip*u).
-* ``SHARED_SFU``: one exp per sigmoid (its derivative reuses it), a^2 as a*a and 1 - a^2 as
-  -expm1(2 log_a) (a polynomial near 0), and the sqrt's derivative from the sqrt itself;
-  otherwise the transcendentals are evaluated as written (exp(2 log_a), a separate rsqrt).
+* ``SHARED_SFU``: a^2 as a*a and 1 - a^2 as -expm1(2 log_a) (a polynomial near 0), and the
+  sqrt's derivative from the sqrt itself (1 / m); otherwise the transcendentals are
+  evaluated as written (exp(2 log_a), a separate rsqrt of 1 - a^2). In both, every sigmoid
+  costs one exp and one reciprocal and its derivative s (1 - s) none.
 * ``HAS_RESETS``: document starts (decay 0, multiplier 1) from ``RESET`` [B, L] uint8.
 * ``FULL_CHUNKS``: L is a multiple of T, so every row of every chunk is in the sequence and
   the rows need no bounds mask (8-10 % of the hierarchical passes' SASS on sm_90); the one
@@ -27,9 +28,11 @@ Constexpr switches shared by all pieces:
 One module-level switch, read when the kernels are imported:
 
 * ``FAST_MATH`` (on by default in compiled kernels; ``SAMU_KERNELS_FAST_MATH=0`` turns it
-  off): the per-row exponentials and reciprocals use libdevice's flush-to-zero forms, one
-  MUFU instruction plus a multiply, instead of ``tl.exp``'s and the division's guarded forms
-  (which rescale around denormal and huge arguments: 5 and 9 SASS instructions on sm_90).
+  off): the per-row exponentials and reciprocals are the flush-to-zero approximations, one
+  MUFU instruction each (libdevice's exp2, ``rcp.approx.ftz``), instead of ``tl.exp``'s and
+  the division's guarded forms (which rescale around denormal and huge arguments: 5 and 9
+  SASS instructions on sm_90). Exponentials are taken base 2 with log2(e) folded into the
+  channel constants (SAMU's gate weights and biases, the decay scale).
   The results differ only where those guards act (denormal outputs become 0) and by the
   approximations' 2 ulp; on the H200 both forms pass the same fp64-reference tests (the
   reference-file rows at the reference shapes and every fused_write backend of the GPU
@@ -37,6 +40,7 @@ One module-level switch, read when the kernels are imported:
   the switch is always off.
 """
 
+import math
 import os
 
 import triton
@@ -61,6 +65,23 @@ libdevice: no L2 prefetch and no flush-to-zero transcendentals there)."""
 FAST_MATH: tl.constexpr = tl.constexpr(_fast_math_requested() and INLINE_ASSEMBLY)
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
+
+def _one_minus_exp2_twice_coefficient(k: int) -> tl.constexpr:
+    # 1 - 2^(2t) = -expm1(z) with z = 2 ln(2) t = -z sum_k z^k / (k+1)! = t sum_k q_k t^k.
+    two_ln2 = 2.0 * math.log(2.0)
+    return tl.constexpr(-two_ln2 * two_ln2**k / math.factorial(k + 1))
+
+
+# Degree 5 and |z| < 0.3: truncation under 1e-8, and 1 - a*a beyond it loses at most a
+# factor 2.9 of a's error to cancellation (both under 1e-6 relative in fp32).
+_Q0 = _one_minus_exp2_twice_coefficient(0)
+_Q1 = _one_minus_exp2_twice_coefficient(1)
+_Q2 = _one_minus_exp2_twice_coefficient(2)
+_Q3 = _one_minus_exp2_twice_coefficient(3)
+_Q4 = _one_minus_exp2_twice_coefficient(4)
+_Q5 = _one_minus_exp2_twice_coefficient(5)
+_POLYNOMIAL_FROM: tl.constexpr = tl.constexpr(-0.3 / (2.0 * math.log(2.0)))
+
 GATES_PRECOMPUTED: tl.constexpr = tl.constexpr(0)
 GATES_RGLRU: tl.constexpr = tl.constexpr(1)
 GATES_SAMU: tl.constexpr = tl.constexpr(2)
@@ -70,34 +91,51 @@ OUT_Y_H: tl.constexpr = tl.constexpr(1)
 OUT_Y_H_SKIP: tl.constexpr = tl.constexpr(2)
 
 RGLRU_LOG_DECAY_SCALE: tl.constexpr = tl.constexpr(8.0)
-# d/dz sqrt(z) is clipped to 1 / sqrt(max(4 z, 1e-6)) = 1 / max(2 sqrt(z), 1e-3).
-MIN_FOUR_Z: tl.constexpr = tl.constexpr(1e-6)
-MIN_TWICE_SQRT: tl.constexpr = tl.constexpr(1e-3)
+# d/dz sqrt(z) is clipped to 1 / sqrt(max(4 z, 1e-6)) = 1 / (2 max(sqrt(z), 5e-4)) (the
+# reference's bound): 1 / m is taken of m = sqrt(1 - a^2) floored at MIN_SQRT (1 - a^2 at
+# MIN_ONE_MINUS_A2).
+MIN_ONE_MINUS_A2: tl.constexpr = tl.constexpr(2.5e-7)
+MIN_SQRT: tl.constexpr = tl.constexpr(5e-4)
+
+
+@triton.jit
+def row_exp2(x):
+    """2^x of a per-row value (flush-to-zero MUFU form under FAST_MATH)."""
+    return libdevice.exp2(x) if FAST_MATH else tl.exp2(x)
 
 
 @triton.jit
 def row_exp(x):
     """exp(x) of a per-row value (flush-to-zero MUFU form under FAST_MATH)."""
-    return libdevice.exp2(x * LOG2E) if FAST_MATH else tl.exp(x)
+    return row_exp2(x * LOG2E)
 
 
 @triton.jit
 def reciprocal(x):
-    """1 / x of a per-row value (flush-to-zero MUFU form under FAST_MATH)."""
-    return libdevice.fast_dividef(1.0, x) if FAST_MATH else 1.0 / x
+    """1 / x of a per-row value (under FAST_MATH ``rcp.approx.ftz``, one MUFU instruction:
+    libdevice's fast division adds a multiply by 1 that flushes denormals)."""
+    if FAST_MATH:
+        result = tl.inline_asm_elementwise(
+            "rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
+        )
+    else:
+        result = 1.0 / x
+    return result
 
 
 @triton.jit
-def sigmoid(z, SHARED_SFU: tl.constexpr):
-    # Triton compiles the statements after a return inside a constexpr `if`, so every
-    # constexpr branch here and below assigns its result and the function returns once.
-    if SHARED_SFU:
-        e = row_exp(-tl.abs(z))
-        inv = reciprocal(1.0 + e)
-        result = tl.where(z >= 0, inv, e * inv)
-    else:
-        result = reciprocal(1.0 + row_exp(-z))
-    return result
+def sigmoid_of_log2(z):
+    """sigmoid(z ln 2): the sigmoid of a logit given in log2 units (z = logit * log2(e)), so
+    that the exponential is a bare 2^-z. As 1 / (1 + 2^-z) it is accurate to a few ulp
+    everywhere (2^-z overflows to inf where the sigmoid is 0), and its derivative s (1 - s)
+    needs no second transcendental."""
+    return reciprocal(1.0 + row_exp2(-z))
+
+
+@triton.jit
+def sigmoid(z):
+    """sigmoid(z) (see :func:`sigmoid_of_log2`)."""
+    return sigmoid_of_log2(z * LOG2E)
 
 
 @triton.jit
@@ -113,18 +151,30 @@ def _softplus(p):
 
 
 @triton.jit
-def _one_minus_exp(z, exp_z):
-    # -expm1(z) for z <= 0: Taylor polynomial for |z| < 0.5 (truncation < 1e-8 relative),
-    # 1 - exp(z) (no cancellation) elsewhere.
-    p = 1.0 / 40320.0
-    p = 1.0 / 5040.0 + z * p
-    p = 1.0 / 720.0 + z * p
-    p = 1.0 / 120.0 + z * p
-    p = 1.0 / 24.0 + z * p
-    p = 1.0 / 6.0 + z * p
-    p = 0.5 + z * p
-    p = 1.0 + z * p
-    return tl.where(z > -0.5, -z * p, 1.0 - exp_z)
+def _one_minus_exp2_twice(t, exp2_t):
+    """1 - 2^(2t) for t <= 0 given 2^t: a polynomial in t near 0 (where 1 - a*a would
+    cancel), 1 - a*a (one FMA) elsewhere."""
+    p = _Q4 + t * _Q5
+    p = _Q3 + t * p
+    p = _Q2 + t * p
+    p = _Q1 + t * p
+    p = _Q0 + t * p
+    return tl.where(t > _POLYNOMIAL_FROM, t * p, 1.0 - exp2_t * exp2_t)
+
+
+@triton.jit
+def decay_logit(first, u, w_a, b_a, GATE_MODE: tl.constexpr):
+    """The decay gate's logit in log2 units (:func:`sigmoid_of_log2`): RG-LRU's loaded
+    logits ``first`` or SAMU's w_a u + b_a, times log2(e) (folded into SAMU's constants,
+    which the compiler hoists out of the row loops)."""
+    return first * LOG2E if GATE_MODE == GATES_RGLRU else (w_a * LOG2E) * u + b_a * LOG2E
+
+
+@triton.jit
+def log2_decay(decay_scale, gate_decay):
+    """log2(a) = log_a * log2(e) with log_a = decay_scale * gate_decay (the scale's factor
+    hoisted out of the row loops)."""
+    return (decay_scale * LOG2E) * gate_decay
 
 
 @triton.jit
@@ -151,7 +201,7 @@ def channel_constants(
     elif GATE_MODE == GATES_RGLRU:
         a_param = tl.load(CHANNEL + offs_r, mask=col_mask, other=0.0)
         decay_scale = -RGLRU_LOG_DECAY_SCALE * _softplus(a_param)
-        a_param_factor = -RGLRU_LOG_DECAY_SCALE * sigmoid(a_param, True)
+        a_param_factor = -RGLRU_LOG_DECAY_SCALE * sigmoid(a_param)
     else:
         a_param = tl.load(CHANNEL + offs_r, mask=col_mask, other=0.0)
         w_a = tl.load(CHANNEL + R + offs_r, mask=col_mask, other=0.0)
@@ -161,7 +211,7 @@ def channel_constants(
         scale = -tl.exp(tl.load(SCALARS + 2))
         skip = tl.load(SCALARS + 3)
         decay_scale = scale * _softplus(a_param)
-        a_param_factor = scale * sigmoid(a_param, True)
+        a_param_factor = scale * sigmoid(a_param)
     return decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip
 
 
@@ -299,15 +349,15 @@ def row_is_start(RESET, b, t, offs_r, L, HAS_RESETS: tl.constexpr):
 
 
 @triton.jit
-def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr, SHARED_SFU: tl.constexpr):
+def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr):
     """(gate_decay, u) of a row; u is loaded for SAMU only (zeros otherwise)."""
     if GATE_MODE == GATES_RGLRU:
-        logits = tl.load(GATE_A + offs, mask=mask, other=0.0).to(tl.float32)
-        u = tl.zeros_like(logits)
+        first = tl.load(GATE_A + offs, mask=mask, other=0.0).to(tl.float32)
+        u = tl.zeros_like(first)
     else:
         u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-        logits = w_a * u + b_a
-    return sigmoid(logits, SHARED_SFU), u
+        first = u
+    return sigmoid_of_log2(decay_logit(first, u, w_a, b_a, GATE_MODE)), u
 
 
 @triton.jit
@@ -325,7 +375,6 @@ def row_decay(
     w_a,
     b_a,
     GATE_MODE: tl.constexpr,
-    SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
 ):
     """The decay a [BLOCK_R] of row ``t`` at element offsets ``offs`` (:func:`row_offsets`;
@@ -335,8 +384,8 @@ def row_decay(
     if GATE_MODE == GATES_PRECOMPUTED:
         a = row_exp(tl.load(GATE_A + offs, mask=mask, other=0.0))
     else:
-        gate_decay, _ = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE, SHARED_SFU)
-        a = row_exp(decay_scale * gate_decay)
+        gate_decay, _ = _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE)
+        a = row_exp2(log2_decay(decay_scale, gate_decay))
     if HAS_RESETS:
         a = tl.where(row_is_start(RESET, b, t, offs_r, L, HAS_RESETS), 0.0, a)
     return tl.where(valid, a, 1.0)
@@ -450,27 +499,26 @@ def gates_of_row(
         u = zero
     else:
         if GATE_MODE == GATES_RGLRU:
-            gate_decay = sigmoid(first, SHARED_SFU)
             u = second
-            logits = third
+            input_logit = third * LOG2E
         else:
             u = first
-            gate_decay = sigmoid(w_a * u + b_a, SHARED_SFU)
-            logits = w_x * u + b_x
-        gate_in = sigmoid(logits, SHARED_SFU)
-        log_a = decay_scale * gate_decay
-        a = row_exp(log_a)
+            input_logit = (w_x * LOG2E) * u + b_x * LOG2E
+        gate_decay = sigmoid_of_log2(decay_logit(first, u, w_a, b_a, GATE_MODE))
+        gate_in = sigmoid_of_log2(input_logit)
+        log2_a = log2_decay(decay_scale, gate_decay)
+        a = row_exp2(log2_a)
         if SHARED_SFU:
             a2 = a * a
-            one_minus_a2 = _one_minus_exp(2.0 * log_a, a2)
+            one_minus_a2 = _one_minus_exp2_twice(log2_a, a)
         else:
-            a2 = row_exp(2.0 * log_a)
+            a2 = row_exp2(2.0 * log2_a)
             one_minus_a2 = 1.0 - a2
         m = tl.sqrt(one_minus_a2)
         if HAS_RESETS:
             m = tl.where(start, 1.0, m)
             a = tl.where(start, 0.0, a)
-        x = m * gate_in * u
+        x = m * (gate_in * u)
     a = tl.where(mask, a, 1.0)
     x = tl.where(mask, x, 0.0)
     return a, x, a2, m, gate_in, gate_decay, u
@@ -556,7 +604,8 @@ def input_gradients(
     output) and the gates of :func:`gates_of_row` (``u``: the skip input in the precomputed
     mode); return the parameter-gradient terms (decay, w_a, w_x, b_a, b_x, skip),
     for :func:`accumulate_terms` (a mode's unused terms are ``dh`` placeholders; log_c's
-    is decay_scale times the decay term's, applied to the sums by :func:`store_partials`)."""
+    is decay_scale times the decay term's and w_a's and b_a's lack the factor decay_scale,
+    applied to the sums by :func:`store_partials`)."""
     t_decay = dh
     t_wa = dh
     t_wx = dh
@@ -568,34 +617,37 @@ def input_gradients(
         t_skip = g * u
     elif OUT_MODE == OUT_Y_H:
         tl.store(D_Y + offs, (d_out * h).to(D_Y.dtype.element_ty), mask=mask)
-    # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
-    d_log_a = dh * (h - x)
     if GATE_MODE == GATES_PRECOMPUTED:
+        # Through the decay: d log_a = dh * a * h_{t-1} = dh * (h - x).
         tl.store(D_GATE_X + offs, dh, mask=mask)
-        tl.store(D_GATE_A + offs, tl.where(mask, d_log_a, 0.0), mask=mask)
+        tl.store(D_GATE_A + offs, tl.where(mask, dh * (h - x), 0.0), mask=mask)
         if OUT_MODE == OUT_Y_H_SKIP:
             tl.store(D_U + offs, (g * skip).to(D_U.dtype.element_ty), mask=mask)
     else:
-        # Through m = sqrt(1 - a^2): dm/dlog_a = -2 a^2 * clipped sqrt derivative.
+        # x = m gate_in u with m = sqrt(1 - a^2), dm/dlog_a = -a^2 / m: d log_a = dh (h - x -
+        # x a^2 / m^2) = dh (h - gate_in u / m), as 1 - a^2 = m^2.
         if SHARED_SFU:
-            d_sqrt = reciprocal(tl.maximum(2.0 * m, MIN_TWICE_SQRT))
+            inverse_m = reciprocal(tl.maximum(m, MIN_SQRT))
         else:
-            d_sqrt = reciprocal(tl.sqrt(tl.maximum(4.0 * (1.0 - a2), MIN_FOUR_Z)))
-        dh_m = dh * m
-        d_log_a += dh * gate_in * u * (-2.0 * a2) * d_sqrt
-        d_log_a = tl.where(mask & (~start), d_log_a, 0.0)
-        d_gate_in_logit = dh_m * u * gate_in * (1.0 - gate_in)
-        d_gate_decay_logit = d_log_a * decay_scale * gate_decay * (1.0 - gate_decay)
-        d_u = dh_m * gate_in
+            inverse_m = tl.rsqrt(tl.maximum(1.0 - a2, MIN_ONE_MINUS_A2))
+        d_log_a = tl.where(mask & (~start), dh * (h - (gate_in * u) * inverse_m), 0.0)
+        d_gate_in_logit = (dh * x) * (1.0 - gate_in)
+        # dL/d(decay logit) over decay_scale (a per-channel factor applied where it is used).
+        decay_slope = d_log_a * (gate_decay - gate_decay * gate_decay)
+        d_u = (dh * m) * gate_in
         t_decay = d_log_a * gate_decay
         if GATE_MODE == GATES_RGLRU:
             tl.store(D_GATE_X + offs, d_gate_in_logit.to(D_GATE_X.dtype.element_ty), mask=mask)
-            tl.store(D_GATE_A + offs, d_gate_decay_logit.to(D_GATE_A.dtype.element_ty), mask=mask)
+            tl.store(
+                D_GATE_A + offs,
+                (decay_slope * decay_scale).to(D_GATE_A.dtype.element_ty),
+                mask=mask,
+            )
         else:
-            d_u += d_gate_decay_logit * w_a + d_gate_in_logit * w_x
-            t_wa = d_gate_decay_logit * u
+            d_u += decay_slope * (decay_scale * w_a) + d_gate_in_logit * w_x
+            t_wa = decay_slope * u
             t_wx = d_gate_in_logit * u
-            t_ba = d_gate_decay_logit
+            t_ba = decay_slope
             t_bx = d_gate_in_logit
         if OUT_MODE == OUT_Y_H_SKIP:
             d_u += g * skip
@@ -800,7 +852,6 @@ def reverse_chunk_summary(
                 w_a,
                 b_a,
                 GATE_MODE,
-                SHARED_SFU,
                 HAS_RESETS,
             )
     return a_next, run_decay, run_grad
@@ -1010,13 +1061,14 @@ def store_partials(
     ``s_decay`` is the channels' sum of d log_a * gate_decay; both decay parameters' partials
     follow from it (:func:`channel_constants`): a_param's times ``a_param_factor``, and
     log_c's times ``decay_scale`` (d log_a / d log_c = log_a = decay_scale * gate_decay), so
-    no per-element log_c term is accumulated."""
+    no per-element log_c term is accumulated. ``s_wa`` and ``s_ba`` are sums of the decay
+    logit's gradient over decay_scale (a channel constant), multiplied here."""
     if GATE_MODE == GATES_SAMU:
         base = PARTIAL + row.to(tl.int64) * 7 * R + offs_r
         tl.store(base, s_decay * a_param_factor, mask=col_mask)
-        tl.store(base + R, s_wa, mask=col_mask)
+        tl.store(base + R, s_wa * decay_scale, mask=col_mask)
         tl.store(base + 2 * R, s_wx, mask=col_mask)
-        tl.store(base + 3 * R, s_ba, mask=col_mask)
+        tl.store(base + 3 * R, s_ba * decay_scale, mask=col_mask)
         tl.store(base + 4 * R, s_bx, mask=col_mask)
         tl.store(base + 5 * R, s_decay * decay_scale, mask=col_mask)
         tl.store(base + 6 * R, s_skip, mask=col_mask)

@@ -653,7 +653,7 @@ def _reverse_run_summary(
     walked from the last row."""
     a_next = row_decay(
         U, GATE_A, RESET, b, last * T, row_offsets(b, last * T, offs_r, L, R), offs_r, col_mask,
-        L, decay_scale, w_a, b_a, GATE_MODE, SHARED_SFU, HAS_RESETS,
+        L, decay_scale, w_a, b_a, GATE_MODE, HAS_RESETS,
     )  # fmt: skip
     run_decay = tl.full([offs_r.shape[0]], 1.0, dtype=tl.float32)
     run_grad = tl.zeros([offs_r.shape[0]], dtype=tl.float32)
@@ -772,7 +772,7 @@ def _backward_run(
     first, last = _run_chunks(run, chunks_per_program, n_chunks)
     a_next = row_decay(
         U, GATE_A, RESET, b, last * T, row_offsets(b, last * T, offs_r, L, R), offs_r, col_mask,
-        L, decay_scale, w_a, b_a, GATE_MODE, SHARED_SFU, HAS_RESETS,
+        L, decay_scale, w_a, b_a, GATE_MODE, HAS_RESETS,
     )  # fmt: skip
     for i in tl.range(0, last - first, num_stages=NUM_STAGES):
         prefetch_chunk(
