@@ -99,6 +99,25 @@ def make_problem(
     )
 
 
+SATURATING_INPUTS = {
+    "rglru": ("gate_x_logits", "gate_a_logits"),
+    "samu": ("gate_a_weight", "gate_x_weight"),
+}
+"""The inputs :func:`saturate` scales, per architecture."""
+
+
+def saturate(problem: Problem) -> Problem:
+    """``problem`` with its gate logits (RG-LRU) or gate weights (SAMU) times 100: most gate
+    logits lie far outside the sigmoid's range (2^-z overflows to inf in fp32 where a
+    sigmoid is 0), decays are exactly 1 (1 - a^2 = 0: the clipped sqrt derivative) and gates
+    exactly 0 or 1."""
+    for name in SATURATING_INPUTS[problem.architecture]:
+        tensor = problem.tensors[name]
+        assert tensor is not None
+        problem.tensors[name] = tensor * 100.0
+    return problem
+
+
 def run(
     problem: Problem,
     backend: str,

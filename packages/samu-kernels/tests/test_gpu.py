@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernel_cases import assert_matches_reference, make_problem, relative_error, run
+from kernel_cases import assert_matches_reference, make_problem, relative_error, run, saturate
 
 import samu_kernels
 from samu_kernels.benchmark import REFERENCE_SHAPES
@@ -237,6 +237,24 @@ def test_l2_prefetch_matches_the_reference(
     monkeypatch.setenv(TILE_ENV, prefetch)
     problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        *[row for row in samu_kernels.REFERENCE_FILE_ROWS if "shared_sfu" in row[1]],
+        ("rglru", "fused_shared_sfu_grouped_prefix32_hierarchical_chunk16", None),
+        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk32", None),
+    ],
+)
+def test_saturated_gates_on_gpu(architecture: str, backend: str, controller: str | None) -> None:
+    # The flush-to-zero forms where 2^-z overflows (ex2.approx gives inf, rcp.approx of inf
+    # 0), decays are exactly 1 and the sqrt's derivative is clipped.
+    problem = make_problem(architecture, (3, 1037, 300), torch.float32, CUDA, resets=True, h0=True)
+    saturate(problem)
+    got = assert_matches_reference(problem, backend, controller)
+    assert all(bool(torch.isfinite(value).all()) for value in got.values())
 
 
 def test_fast_math_is_on_exactly_when_asked() -> None:
