@@ -164,11 +164,11 @@ def _one_minus_exp2_twice(t, exp2_t):
 
 
 @triton.jit
-def decay_logit(first, u, w_a, b_a, GATE_MODE: tl.constexpr):
-    """The decay gate's logit in log2 units (:func:`sigmoid_of_log2`): RG-LRU's loaded
-    logits ``first`` or SAMU's w_a u + b_a, times log2(e) (folded into SAMU's constants,
-    which the compiler hoists out of the row loops)."""
-    return first * LOG2E if GATE_MODE == GATES_RGLRU else (w_a * LOG2E) * u + b_a * LOG2E
+def gate_logit(loaded, u, w, b, GATE_MODE: tl.constexpr):
+    """A gate's logit in log2 units (:func:`sigmoid_of_log2`): RG-LRU's loaded logits or
+    SAMU's w u + b, times log2(e) (folded into SAMU's constants, which the compiler hoists
+    out of the row loops)."""
+    return loaded * LOG2E if GATE_MODE == GATES_RGLRU else (w * LOG2E) * u + b * LOG2E
 
 
 @triton.jit
@@ -358,7 +358,7 @@ def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr):
     else:
         u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
         first = u
-    return sigmoid_of_log2(decay_logit(first, u, w_a, b_a, GATE_MODE)), u
+    return sigmoid_of_log2(gate_logit(first, u, w_a, b_a, GATE_MODE)), u
 
 
 @triton.jit
@@ -499,14 +499,9 @@ def gates_of_row(
         gate_decay = zero
         u = zero
     else:
-        if GATE_MODE == GATES_RGLRU:
-            u = second
-            input_logit = third * LOG2E
-        else:
-            u = first
-            input_logit = (w_x * LOG2E) * u + b_x * LOG2E
-        gate_decay = sigmoid_of_log2(decay_logit(first, u, w_a, b_a, GATE_MODE))
-        gate_in = sigmoid_of_log2(input_logit)
+        u = second if GATE_MODE == GATES_RGLRU else first
+        gate_decay = sigmoid_of_log2(gate_logit(first, u, w_a, b_a, GATE_MODE))
+        gate_in = sigmoid_of_log2(gate_logit(third, u, w_x, b_x, GATE_MODE))
         log2_a = log2_decay(decay_scale, gate_decay)
         a = row_exp2(log2_a)
         if SHARED_SFU:
