@@ -16,6 +16,7 @@ nox.options.reuse_existing_virtualenvs = True
 
 PACKAGES = ("samu-schema", "samu-kernels", "samu-modules", "samu-bench")
 BENCH_HISTORY = "packages/samu-bench/benchmarks/history"
+GPU_TEST_WORKERS = 4
 
 
 def sync(session: nox.Session, *groups: str) -> None:
@@ -59,9 +60,14 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def gpu_tests(session: nox.Session) -> None:
-    """Tests marked ``gpu``: real shapes on a CUDA GPU (compiled Triton, torch.compile)."""
+    """Tests marked ``gpu``: real shapes on a CUDA GPU (compiled Triton, torch.compile).
+
+    Four pytest-xdist workers share the GPU, so that a cold Triton cache compiles four
+    kernels at a time; positional arguments go to pytest (``nox -s gpu_tests -- -n 8``).
+    """
     sync(session, "packages", "tests")
-    session.run("pytest", "-m", "gpu", *(f"packages/{name}/tests" for name in PACKAGES))
+    paths = [f"packages/{name}/tests" for name in PACKAGES]
+    session.run("pytest", "-m", "gpu", "-n", str(GPU_TEST_WORKERS), *paths, *session.posargs)
 
 
 @nox.session

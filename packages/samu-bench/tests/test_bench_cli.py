@@ -60,13 +60,14 @@ def test_default_run_is_the_cpu_smoke_case(
 def test_custom_case_from_the_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "tiny.json"
+    out = tmp_path / ("a_directory_name_long_enough_to_pass_the_terminal_width" * 2) / "tiny.json"
+    out.parent.mkdir()
     args = ["run", *TINY, "--name", "tiny", "--row", "samu:reference:reference", "--out", str(out)]
     assert main(args) == 0
     [case] = json.loads(out.read_text())["cases"]
     assert (case["case"], case["length"], case["config"]["width"]) == ("tiny", 9, 16)
     assert [row["architecture"] for row in case["rows"]] == ["samu"]
-    assert f"wrote {out}" in capsys.readouterr().err
+    assert f"wrote {out}\n" in capsys.readouterr().err  # one line, the path whole, when piped
 
 
 def test_out_is_never_overwritten_without_force(

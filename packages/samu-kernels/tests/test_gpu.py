@@ -272,6 +272,7 @@ def test_guarded_math_matches_the_reference_on_gpu() -> None:
         " or (test_backend_matrix and fused_write)"
     )
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
+    command += ["-n", "4"]  # pytest-xdist: four compiles at a time from a cold cache
     result = subprocess.run(
         [*command, "-k", selection, str(Path(__file__))],
         env={**os.environ, FAST_MATH_ENV: "0"},

@@ -232,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # piped or captured: keep table rows whole, unwrapped
         console = Console(width=_PIPED_WIDTH)
-    messages = Console(stderr=True)
+    # Messages and errors stay one line each, their paths whole, when stderr is piped.
+    messages = Console(stderr=True, soft_wrap=True)
     try:
         if args.command == "run":
             return run_command(args, console, messages)
