@@ -184,8 +184,8 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
 @pytest.mark.parametrize(
     "tile",
     [
-        "block_r=32,split=4,tile_rows=32",  # 4 rows per segment, 8 segments
-        "block_r=16,split=4,tile_rows=128",  # 8 rows per segment, 16 segments
+        "block_r=32,split=4,tile_rows=32",  # 8 rows per segment, 4 segments
+        "block_r=16,split=4,tile_rows=128",  # 16 rows per segment, 8 segments
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])

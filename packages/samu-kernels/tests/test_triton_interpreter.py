@@ -195,7 +195,7 @@ def runs_looking_back(chunks: int) -> str:
             "samu",
             "fused_output_fused_write_shared_sfu_chunk8",
             "fp32_fused_coords",
-            "split=1,block_r=16,tile_rows=64",
+            "split=1,block_r=16,tile_rows=32",
         ),
         ("samu", "fused_output_fused_write_chunk8", "fp32_fused_coords", "split=0"),
         ("rglru", "fused_chunk8", None, "split=0"),
@@ -217,10 +217,10 @@ def test_geometry_override(
 def test_too_many_elements_per_thread_are_refused(
     monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
-    # 128 rows of 16 channels on one warp: 64 elements (32 rows) per thread.
+    # 128 rows of 16 channels on one warp: 64 elements (64 rows of one column) per thread.
     monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=128")
     problem = make_problem("samu", (1, 20, 19), torch.float32, device, resets=False, h0=False)
-    with pytest.raises(ValueError, match=rf"{TILE_ENV}.*64 elements .*\(32 rows\); at most 32"):
+    with pytest.raises(ValueError, match=rf"{TILE_ENV}.*64 elements .*\(64 rows\); at most 32"):
         run(problem, "fused_output_fused_write_chunk8", "fp32_fused_coords")
 
 

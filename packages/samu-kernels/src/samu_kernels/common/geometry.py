@@ -68,18 +68,21 @@ and 16 beat 8 in 32-channel ones; with tiles held as tuples of rows (docs/perfor
 fastest SAMU geometry on all three reference shapes (0.189 / 0.433 / 0.932 ms against
 0.205 / 0.467 / 1.122 at 8); at 16 the final code took 0.165 / 0.403 / 0.926 ms (SAMU
 default) and 0.283 / 0.500 / 1.294 ms (RG-LRU's sequential name)."""
-COLUMNS_PER_THREAD = 2
+COLUMNS_PER_THREAD = 1
 """Tile columns per thread of a time-split program: the launcher sizes SEGMENTS so that a
-tile row has this many columns per thread. (Under Triton 3.6, declaring two adjacent
-channels per thread contiguous and aligned gives 32-bit bf16 loads, but puts two segments in
-a warp: the segment scan then shuffles inside warps, 152 more SASS instructions per tile in
-the SAMU backward.)"""
+tile row has this many columns per thread, and a thread holds all S rows of its column. Two
+(S / 2 rows of two segments' columns, from when the columns were pairs of adjacent channels)
+doubled SEGMENTS and with it the join across segments (``tiles.enter_segments``): in the
+16-channel programs of the two long reference shapes that join was 400-600 of the SAMU
+backward's SASS instructions per tile and pushed it into spilling (112-116 local-memory
+instructions); with one column, 1816 instructions and no spills against 2160 and 116
+(Triton 3.6, sm_90; docs/performance.md, "One column per thread")."""
 MAX_ELEMENTS_PER_THREAD = 32
 """Most elements of each input a thread of a time-split program may hold per tile (rows per
 segment x columns per thread): the tile rows are unrolled, so a thread's registers and the
-compile time grow with them. At 32 (16 rows of 2 columns) the SAMU backward already spilled
-(614 local-memory instructions) and its 18 kernels took 219 s to compile on our CPU; at 128
-(64 rows) one kernel did not compile within 150 s on the H200 host. The heuristic gives
+compile time grow with them. At 32 (then 16 rows of 2 columns) the SAMU backward already
+spilled (614 local-memory instructions) and its 18 kernels took 219 s to compile on our CPU;
+at 128 (64 rows) one kernel did not compile within 150 s on the H200 host. The heuristic gives
 SPLIT_ELEMENTS_PER_THREAD."""
 SPLIT_WARPS = 4
 """Warps of a time-split program when the problem has more programs than multiprocessors:

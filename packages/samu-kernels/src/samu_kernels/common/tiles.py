@@ -4,16 +4,15 @@ checkpoints and the scans.
 A tile of TILE rows (whole chunks) is cut into SEGMENTS segments of S = TILE / SEGMENTS
 consecutive rows, and its columns w * BLOCK_R + c are channel c of segment w. It is held as
 a tuple of S [SEGMENTS * BLOCK_R] vectors, *tile rows*: tile row k holds row w * S + k of
-every segment w. A thread holds ``geometry.COLUMNS_PER_THREAD`` columns (the launcher sizes
-SEGMENTS for it), so S consecutive rows of them, in separate registers. Which columns is
-Triton's layout: Triton 3.6 (the H200's) lays each vector over the program's 32 * W threads
-one column per thread, wrapping (thread t holds columns t and t + 32 * W, the same channel
-of two segments when BLOCK_R divides 32 * W: each warp holds whole segments, and its load of
-a tile row reads 32 consecutive channels); Triton 3.9 gives a thread two adjacent channels,
-two segments per warp. The scan inside a segment is then a chain of FMAs in each thread
-(:func:`segment_steps`, :func:`states_from`, :func:`reverse_segment_steps`) with each row's
-neighbour at hand, and row k's element offsets are row 0's plus the constant k * R (an
-immediate of the loads and stores); one scan of the segment summaries across the threads
+every segment w. A thread holds ``geometry.COLUMNS_PER_THREAD`` = 1 column (the launcher
+sizes SEGMENTS for it), so S consecutive rows of it, in separate registers. Which column is
+Triton's layout: Triton 3.6 (the H200's) and 3.9 lay each vector over the program's 32 * W
+threads one column per thread, thread t column t: with BLOCK_R 32 or 16 a warp holds one
+segment or two, and its load of a tile row reads 32 consecutive channels or two runs of 16.
+The scan inside a segment is then a chain of FMAs in each thread (:func:`segment_steps`,
+:func:`states_from`, :func:`reverse_segment_steps`) with each row's neighbour at hand, and
+row k's element offsets are row 0's plus the constant k * R (an immediate of the loads and
+stores); one scan of the segment summaries across the threads
 (:func:`enter_segments`, shared memory) per tile joins the segments.
 
 (The first version held the tile as one [S, SEGMENTS * BLOCK_R] tensor and scanned it with
