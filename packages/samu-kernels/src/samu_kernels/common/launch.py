@@ -175,9 +175,9 @@ class _Geometry:
 
     def split_flags(self, config: ScanConfig, *, has_resets: bool) -> dict[str, Any]:
         """The constexprs and launch options of the time-split sequential kernels: a tile of
-        TILE rows in SEGMENTS segments, as many as put ``COLUMNS_PER_THREAD`` tile
-        columns on every thread of the ``split`` warps (each warp holds whole segments, and
-        a thread all the rows of its columns)."""
+        TILE rows in SEGMENTS segments, as many as put ``COLUMNS_PER_THREAD`` (one) tile
+        column on every thread of the ``split`` warps (each warp holds whole segments, and
+        a thread all the rows of its column)."""
         rows = max(self.tile.tile_rows, config.chunk)
         warps = self.tile.split
         columns = warps * CHANNELS_PER_WARP * COLUMNS_PER_THREAD
