@@ -7,6 +7,7 @@ import itertools
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,15 @@ pytestmark = [
 
 CUDA = torch.device("cuda")
 HIERARCHICAL_ROWS = [row for row in samu_kernels.REFERENCE_FILE_ROWS if "hierarchical" in row[1]]
+
+
+@pytest.fixture(autouse=True)
+def release_cached_memory() -> Iterator[None]:
+    """Hands the caching allocator's blocks back after each test: pytest-xdist workers share
+    the GPU, and a worker that ran a reference shape (fp64 reference tensors of 0.5 GB each)
+    would otherwise keep them from its neighbours and the guarded-math test's process."""
+    yield
+    torch.cuda.empty_cache()
 
 
 def _matrix(architecture: str) -> list[tuple[str, str | None]]:
@@ -273,6 +283,7 @@ def test_guarded_math_matches_the_reference_on_gpu() -> None:
     )
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
     command += ["-n", "4"]  # pytest-xdist: four compiles at a time from a cold cache
+    command += ["--maxfail", "1", "--tb", "short"]  # the first failure's traceback, in full
     result = subprocess.run(
         [*command, "-k", selection, str(Path(__file__))],
         env={**os.environ, FAST_MATH_ENV: "0"},
