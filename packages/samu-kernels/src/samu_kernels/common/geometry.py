@@ -76,7 +76,8 @@ doubled SEGMENTS and with it the join across segments (``tiles.enter_segments``)
 16-channel programs of the two long reference shapes that join was 400-600 of the SAMU
 backward's SASS instructions per tile and pushed it into spilling (112-116 local-memory
 instructions); with one column, 1816 instructions and no spills against 2160 and 116
-(Triton 3.6, sm_90; docs/performance.md, "One column per thread")."""
+(Triton 3.6, sm_90; docs/performance.md, "One column per thread"), and that backward 38 % /
+29 % faster on the medium / long shapes (H100, "One column per thread, timed")."""
 MAX_ELEMENTS_PER_THREAD = 32
 """Most elements of each input a thread of a time-split program may hold per tile (rows per
 segment x columns per thread): the tile rows are unrolled, so a thread's registers and the
