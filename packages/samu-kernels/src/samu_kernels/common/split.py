@@ -11,8 +11,9 @@ segment, so that a thread holds S consecutive rows of its columns in separate re
 Forward, per tile: every thread loads its S rows (the whole tile's loads in flight at once,
 and the next tile's issued before this one is computed), evaluates the gates and composes
 each segment's S steps into one with one FMA and one product of decays per row
-(:func:`tiles.segment_steps`); one scan of the segment steps across the threads
-(:func:`tiles.enter_segments`) gives each segment the state entering it, from which the
+(:func:`tiles.segment_steps`); the join (:func:`tiles.enter_segments`: the segment steps
+gathered by every thread, composed in order) gives each segment the state entering it (the
+carry between tiles is held by every segment's threads of its channel), from which the
 segment's rows are scanned again, one FMA per row (:func:`tiles.states_from`); the states
 entering the tile's chunks are its checkpoints (FUSED_WRITE). The backward is the same
 reversed: the tile's states are recomputed from the checkpoint of its first chunk (the
@@ -44,6 +45,7 @@ from samu_kernels.common.chunk import (
 )
 from samu_kernels.common.tiles import (
     enter_segments,
+    first_segment,
     load_tile_rows,
     program_constants,
     reverse_segment_steps,
@@ -51,7 +53,7 @@ from samu_kernels.common.tiles import (
     segment_offsets,
     segment_starts,
     segment_steps,
-    state_row,
+    state_vector,
     states_from,
     store_checkpoints,
     sum_segments,
@@ -92,16 +94,17 @@ def forward_split_kernel(
     to SAVED."""
     S: tl.constexpr = TILE // SEGMENTS
     n_tiles = tl.cdiv(L, TILE)
-    (b, offs_r, col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a, b_x,
+    (b, _offs_r, _col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a,
+     b_x,
      skip, _channel_decay_scale) = program_constants(
         tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    final_row, state_mask = state_row(FINAL, b, 0, offs_r, col_mask, R, 1)
+    final_row, state_mask = state_vector(FINAL, b, 0, columns, column_mask, R, 1)
     if HAS_H0:
-        h0_row, _ = state_row(H0, b, 0, offs_r, col_mask, R, 1)
+        h0_row, _ = state_vector(H0, b, 0, columns, column_mask, R, 1)
         h = tl.load(h0_row, mask=state_mask, other=0.0)
     else:
-        h = tl.zeros([1, BLOCK_R], dtype=tl.float32)
+        h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
     # iteration reloads the last tile instead of reading past the end).
     next_rows = load_tile_rows(
@@ -145,7 +148,7 @@ def forward_split_kernel(
             out = output_of(state, y, skip_u, u_rows[k], skip, GATE_MODE, OUT_MODE)
             tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
             before = state
-    tl.store(final_row, h, mask=state_mask)
+    tl.store(final_row, h, mask=first_segment(state_mask, BLOCK_R))
 
 
 @triton.jit
@@ -191,7 +194,7 @@ def backward_split_kernel(
      skip, channel_decay_scale) = program_constants(
         tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    final_row, state_mask = state_row(GRAD_FINAL, b, 0, offs_r, col_mask, R, 1)
+    final_row, state_mask = state_vector(GRAD_FINAL, b, 0, columns, column_mask, R, 1)
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = tl.load(final_row, mask=state_mask, other=0.0)
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
@@ -227,8 +230,8 @@ def backward_split_kernel(
         # The tile's states: recomputed from its first checkpoint, or the saved ones.
         states = ()
         if FUSED_WRITE:
-            checkpoint, _checkpoint_mask = state_row(
-                SAVED, b, tile * CHUNKS_PER_TILE, offs_r, col_mask, R, n_chunks
+            checkpoint, _checkpoint_mask = state_vector(
+                SAVED, b, tile * CHUNKS_PER_TILE, columns, column_mask, R, n_chunks
             )
             seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
             entering, _leaving = enter_segments(
@@ -258,8 +261,8 @@ def backward_split_kernel(
             )  # fmt: skip
             accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
     # dL/dh0 = a_0 dL/dh_0 = c_0.
-    d_h0_row, _d_h0_mask = state_row(D_H0, b, 0, offs_r, col_mask, R, 1)
-    tl.store(d_h0_row, carry, mask=state_mask)
+    d_h0_row, _d_h0_mask = state_vector(D_H0, b, 0, columns, column_mask, R, 1)
+    tl.store(d_h0_row, carry, mask=first_segment(state_mask, BLOCK_R))
     acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
     store_partials(
         PARTIAL, b, offs_r, col_mask, R, a_param_factor, channel_decay_scale,

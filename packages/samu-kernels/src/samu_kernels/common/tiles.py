@@ -12,8 +12,8 @@ segment or two, and its load of a tile row reads 32 consecutive channels or two 
 The scan inside a segment is then a chain of FMAs in each thread (:func:`segment_steps`,
 :func:`states_from`, :func:`reverse_segment_steps`) with each row's neighbour at hand, and
 row k's element offsets are row 0's plus the constant k * R (an immediate of the loads and
-stores); one scan of the segment summaries across the threads
-(:func:`enter_segments`, shared memory) per tile joins the segments.
+stores); per tile, one exchange of the segment steps through shared memory and a composition
+inside every thread (:func:`enter_segments`) joins the segments.
 
 (The first version held the tile as one [S, SEGMENTS * BLOCK_R] tensor and scanned it with
 ``tl.associative_scan`` along axis 0: (inclusive, exclusive) pairs composed per row and the
@@ -37,14 +37,6 @@ from samu_kernels.common.kernels import program_channels
 
 
 @triton.jit
-def compose_pairs(a1, x1, ea1, ex1, a2, x2, ea2, ex2):
-    """Composition of (inclusive, exclusive) step pairs, first (a1, x1) then (a2, x2): the
-    inclusive parts compose as h -> a h + x; the exclusive part of the whole is the first's
-    inclusive part then the second's exclusive one (``ea1``/``ex1`` are not needed)."""
-    return a1 * a2, a2 * x1 + x2, a1 * ea2, ea2 * x1 + ex2
-
-
-@triton.jit
 def per_segment(x, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):
     """A per-channel [BLOCK_R] vector repeated for every segment: [SEGMENTS * BLOCK_R], one
     value per tile column."""
@@ -58,25 +50,16 @@ def sum_segments(x, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
-def add_pairs(a1, x1, a2, x2):
-    """Elementwise sums of two pairs (the combine of :func:`pick_pair`)."""
-    return a1 + a2, x1 + x2
+def state_vector(STATE, b, chunk, columns, column_mask, R, n_rows):
+    """Pointers and mask of one row of a [B, n_rows, R] fp32 state tensor as a tile vector
+    ([SEGMENTS * BLOCK_R]: every segment's column points at its channel)."""
+    return STATE + state_offsets(b, chunk, columns, R, n_rows), column_mask
 
 
 @triton.jit
-def pick_pair(a, x, index, target: tl.constexpr, axis: tl.constexpr):
-    """The slices of ``a`` and ``x`` at ``index == target`` along ``axis``: masked sums,
-    in one reduction (two ``tl.sum`` calls exchange across warps twice: three more barriers
-    per tile in the SAMU backward, the same instructions otherwise)."""
-    return tl.reduce(
-        (tl.where(index == target, a, 0.0), tl.where(index == target, x, 0.0)), axis, add_pairs
-    )
-
-
-@triton.jit
-def state_row(STATE, b, chunk, offs_r, col_mask, R, n_rows):
-    """Pointers and mask of one [1, BLOCK_R] row of a [B, n_rows, R] fp32 state tensor."""
-    return STATE + state_offsets(b, chunk, offs_r, R, n_rows)[None, :], col_mask[None, :]
+def first_segment(column_mask, BLOCK_R: tl.constexpr):
+    """The mask of a state row's store from a tile vector: segment 0's columns only."""
+    return column_mask & (tl.arange(0, column_mask.shape[0]) < BLOCK_R)
 
 
 @triton.jit
@@ -204,26 +187,55 @@ def reverse_segment_steps(a_rows, g_rows, S: tl.constexpr):
 
 
 @triton.jit
+def columns_of(block, S: tl.constexpr):
+    """The S columns of an [N, S] tensor as a tuple of S [N] vectors (halved with
+    ``tl.split`` down to single columns: register renames when a thread holds a whole row)."""
+    if S == 1:
+        return (tl.reshape(block, [block.shape[0]]),)
+    else:  # noqa: RET505  (both branches are needed: Triton resolves the test at compile time)
+        even, odd = tl.split(tl.reshape(block, [block.shape[0], S // 2, 2]))
+        evens = columns_of(even, S // 2)
+        odds = columns_of(odd, S // 2)
+        columns = ()
+        for k in tl.static_range(S // 2):
+            columns = columns + (evens[k], odds[k])  # type: ignore[assignment]  # noqa: RUF005
+        return columns
+
+
+@triton.jit
+def gather_segments(a, x, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):
+    """Every segment's (a, x) of two [SEGMENTS * BLOCK_R] tile vectors at every tile column
+    (one exchange through shared memory): a tuple of 2 * SEGMENTS vectors, a of segment j at
+    2 j and x at 2 j + 1, for each column's channel."""
+    pairs = tl.reshape(tl.join(a, x), [SEGMENTS, BLOCK_R, 2])
+    by_channel = tl.permute(pairs, [1, 0, 2])
+    everywhere = tl.broadcast_to(by_channel[None, :, :, :], [SEGMENTS, BLOCK_R, SEGMENTS, 2])
+    return columns_of(tl.reshape(everywhere, [SEGMENTS * BLOCK_R, 2 * SEGMENTS]), 2 * SEGMENTS)
+
+
+@triton.jit
 def enter_segments(seg_a, seg_x, carry, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr,
                    REVERSE: tl.constexpr):  # fmt: skip
     """The states entering each segment of a tile whose segments' steps are (seg_a, seg_x)
     [SEGMENTS * BLOCK_R] (h_out = seg_a h_in + seg_x), the tile entered with ``carry``
-    [1, BLOCK_R] (REVERSE: segments in reverse order, entered at the tile's end).
+    [SEGMENTS * BLOCK_R] (the same value in every segment; REVERSE: segments in reverse
+    order, entered at the tile's end).
 
-    Returns (entering [SEGMENTS * BLOCK_R], leaving [1, BLOCK_R]): one scan of the
-    [SEGMENTS, BLOCK_R] summaries across the threads (shared memory) per tile."""
-    sa = tl.reshape(seg_a, [SEGMENTS, BLOCK_R])
-    sx = tl.reshape(seg_x, [SEGMENTS, BLOCK_R])
-    ia, ix, wa, wx = tl.associative_scan(
-        (sa, sx, tl.full(sa.shape, 1.0, tl.float32), tl.zeros(sa.shape, tl.float32)),
-        0,
-        compose_pairs,
-        reverse=REVERSE,
-    )
-    w = tl.arange(0, SEGMENTS)[:, None]
-    last_segment: tl.constexpr = 0 if REVERSE else SEGMENTS - 1
-    tile_a, tile_x = pick_pair(ia, ix, w, last_segment, 0)
-    tile_a = tile_a[None, :]
-    tile_x = tile_x[None, :]
-    entering = tl.reshape(wa * carry + wx, [SEGMENTS * BLOCK_R])
-    return entering, tile_a * carry + tile_x
+    Returns (entering, leaving), [SEGMENTS * BLOCK_R]: every thread gathers its channel's
+    segment steps (one exchange through shared memory) and composes them in order."""
+    steps = gather_segments(seg_a, seg_x, SEGMENTS, BLOCK_R)
+    segment = tl.arange(0, SEGMENTS * BLOCK_R) // BLOCK_R
+    h = carry
+    entering = carry
+    for i in tl.static_range(SEGMENTS - 1):
+        if REVERSE:
+            h = steps[2 * (SEGMENTS - 1 - i)] * h + steps[2 * (SEGMENTS - 1 - i) + 1]
+            entering = tl.where(segment == SEGMENTS - 2 - i, h, entering)
+        else:
+            h = steps[2 * i] * h + steps[2 * i + 1]
+            entering = tl.where(segment == i + 1, h, entering)
+    if REVERSE:
+        leaving = steps[0] * h + steps[1]
+    else:
+        leaving = steps[2 * SEGMENTS - 2] * h + steps[2 * SEGMENTS - 1]
+    return entering, leaving
