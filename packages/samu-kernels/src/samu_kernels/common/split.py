@@ -95,8 +95,7 @@ def forward_split_kernel(
     S: tl.constexpr = TILE // SEGMENTS
     n_tiles = tl.cdiv(L, TILE)
     (b, _offs_r, _col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a,
-     b_x,
-     skip, _channel_decay_scale) = program_constants(
+     b_x, skip, _channel_decay_scale) = program_constants(
         tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
     final_row, state_mask = state_vector(FINAL, b, 0, columns, column_mask, R, 1)
