@@ -98,10 +98,9 @@ def forward_split_kernel(
      b_x, skip, _channel_decay_scale) = program_constants(
         tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    final_row, state_mask = state_vector(FINAL, b, 0, columns, column_mask, R, 1)
+    final_row = state_vector(FINAL, b, 0, columns, R, 1)
     if HAS_H0:
-        h0_row, _ = state_vector(H0, b, 0, columns, column_mask, R, 1)
-        h = tl.load(h0_row, mask=state_mask, other=0.0)
+        h = tl.load(state_vector(H0, b, 0, columns, R, 1), mask=column_mask, other=0.0)
     else:
         h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
@@ -147,7 +146,7 @@ def forward_split_kernel(
             out = output_of(state, y, skip_u, u_rows[k], skip, GATE_MODE, OUT_MODE)
             tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
             before = state
-    tl.store(final_row, h, mask=first_segment(state_mask, BLOCK_R))
+    tl.store(final_row, h, mask=first_segment(column_mask, BLOCK_R))
 
 
 @triton.jit
@@ -193,9 +192,9 @@ def backward_split_kernel(
      skip, channel_decay_scale) = program_constants(
         tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    final_row, state_mask = state_vector(GRAD_FINAL, b, 0, columns, column_mask, R, 1)
+    final_row = state_vector(GRAD_FINAL, b, 0, columns, R, 1)
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
-    carry = tl.load(final_row, mask=state_mask, other=0.0)
+    carry = tl.load(final_row, mask=column_mask, other=0.0)
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
     next_rows = load_tile_rows(
@@ -229,12 +228,10 @@ def backward_split_kernel(
         # The tile's states: recomputed from its first checkpoint, or the saved ones.
         states = ()
         if FUSED_WRITE:
-            checkpoint, _checkpoint_mask = state_vector(
-                SAVED, b, tile * CHUNKS_PER_TILE, columns, column_mask, R, n_chunks
-            )
+            checkpoint = state_vector(SAVED, b, tile * CHUNKS_PER_TILE, columns, R, n_chunks)
             seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
             entering, _leaving = enter_segments(
-                seg_decay, seg_h, tl.load(checkpoint, mask=state_mask, other=0.0), SEGMENTS,
+                seg_decay, seg_h, tl.load(checkpoint, mask=column_mask, other=0.0), SEGMENTS,
                 BLOCK_R, False,
             )  # fmt: skip
             states = states_from(entering, a_rows, x_rows, S)
@@ -260,8 +257,8 @@ def backward_split_kernel(
             )  # fmt: skip
             accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
     # dL/dh0 = a_0 dL/dh_0 = c_0.
-    d_h0_row, _d_h0_mask = state_vector(D_H0, b, 0, columns, column_mask, R, 1)
-    tl.store(d_h0_row, carry, mask=first_segment(state_mask, BLOCK_R))
+    d_h0_row = state_vector(D_H0, b, 0, columns, R, 1)
+    tl.store(d_h0_row, carry, mask=first_segment(column_mask, BLOCK_R))
     acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
     store_partials(
         PARTIAL, b, offs_r, col_mask, R, a_param_factor, channel_decay_scale,

@@ -50,10 +50,11 @@ def sum_segments(x, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
-def state_vector(STATE, b, chunk, columns, column_mask, R, n_rows):
-    """Pointers and mask of one row of a [B, n_rows, R] fp32 state tensor as a tile vector
-    ([SEGMENTS * BLOCK_R]: every segment's column points at its channel)."""
-    return STATE + state_offsets(b, chunk, columns, R, n_rows), column_mask
+def state_vector(STATE, b, chunk, columns, R, n_rows):
+    """Pointers to one row of a [B, n_rows, R] fp32 state tensor as a tile vector
+    ([SEGMENTS * BLOCK_R]: every segment's column points at its channel; the tile columns'
+    mask is the row's)."""
+    return STATE + state_offsets(b, chunk, columns, R, n_rows)
 
 
 @triton.jit
