@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import torch
 
 import samu_kernels
+from samu_kernels.common import launch
+from samu_kernels.common.geometry import TILE_ENV
 
 TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 2e-2}
 """Largest relative error ||out - ref|| / ||ref|| accepted per input dtype."""
@@ -173,3 +176,43 @@ def assert_matches_reference(
     bad = {name: err for name, err in errors.items() if not err <= TOLERANCE[dtype]}
     assert not bad, f"{backend} ({controller}) exceeds {TOLERANCE[dtype]:.0e}: {bad}"
     return got
+
+
+def record_tile_loads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """A list that gets, for every time-split launch from now on, whether its tiles came
+    through tensor descriptors (``launch.tile_sources``)."""
+    described: list[bool] = []
+    original = launch.tile_sources
+
+    def recording(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        sources, flags = original(*args, **kwargs)
+        described.append(flags["DESCRIBED"])
+        return sources, flags
+
+    monkeypatch.setattr(launch, "tile_sources", recording)
+    return described
+
+
+def assert_tma_loads_agree(
+    problem: Problem,
+    backend: str,
+    controller: str | None,
+    tile: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The time-split kernels of ``backend`` under the geometry ``tile`` (an override, may
+    be empty) give the same bits with tiles through the Tensor Memory Accelerator (tma=3) as
+    with pointer loads (tma=0), forward and backward took each path, and the first matches
+    the float64 reference."""
+    described = record_tile_loads(monkeypatch)
+    values = {}
+    for stages in (0, 3):
+        monkeypatch.setenv(TILE_ENV, ",".join(filter(None, (tile, f"tma={stages}"))))
+        described.clear()
+        values[stages] = run(problem, backend, controller)
+        assert described == [bool(stages)] * 2, f"tma={stages}: descriptors {described}"
+    differing = [
+        name for name, value in values[0].items() if not torch.equal(value, values[3][name])
+    ]
+    assert not differing, f"{backend}: tma=3 differs from pointer loads in {differing}"
+    assert_matches_reference(problem, backend, controller)

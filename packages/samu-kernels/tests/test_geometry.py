@@ -15,6 +15,7 @@ from samu_kernels.common.geometry import (
     SEQUENTIAL_PREFETCH,
     SPLIT_ELEMENTS_PER_THREAD,
     TILE_ENV,
+    TMA_STAGES,
     Tile,
     choose_tile,
     format_tile,
@@ -151,6 +152,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "split": 0,
         "tile_rows": 0,
         "lookback": 0,
+        "tma": 0,
     }
 
 
@@ -167,6 +169,14 @@ def test_lookback_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv(TILE_ENV, "lookback=2")
     asked = choose_tile(1, 8192, 2560, 32, hierarchical=True, multiprocessors=H200_SMS)
     assert asked.lookback == LOOKBACK_RUNS
+
+
+def test_tma_loads_are_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Timed faster for SAMU but not yet run by the GPU suite: opt-in.
+    assert heuristic_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132).tma == 0
+    monkeypatch.setenv(TILE_ENV, f"tma={TMA_STAGES}")
+    asked = choose_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132)
+    assert asked.tma == TMA_STAGES
 
 
 def test_only_the_sequential_kernels_prefetch_by_default() -> None:
@@ -199,6 +209,8 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("split=3", "0 or a power of two"),
         ("split=64", "0 or a power of two"),
         ("tile_rows=24", "0 or a power of two"),
+        ("tma=1", "0 (pointer loads) or 2..8"),
+        ("tma=9", "0 (pointer loads) or 2..8"),
     ],
 )
 def test_bad_override_is_refused(text: str, message: str) -> None:

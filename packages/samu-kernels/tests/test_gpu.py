@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernel_cases import assert_matches_reference, make_problem, relative_error, run, saturate
+from kernel_cases import (
+    assert_matches_reference,
+    assert_tma_loads_agree,
+    make_problem,
+    relative_error,
+    run,
+    saturate,
+)
 
 import samu_kernels
 from samu_kernels.benchmark import REFERENCE_SHAPES
@@ -220,6 +227,30 @@ def test_time_split_geometries_match_the_reference(
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("shape", [*REFERENCE_SHAPES.values(), (2, 1040, 296)])
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
+        ("samu", "fused_output_chunk16", "reference"),  # precomputed gates, saved states
+        ("rglru", "fused_shared_sfu_chunk16", None),
+    ],
+)
+def test_tiles_through_the_tma_equal_pointer_loads(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    shape: tuple[int, int, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The heuristic geometry with tiles through the Tensor Memory Accelerator (tma=3):
+    # the pointer loads' bits on the reference shapes and on an odd one (L not a multiple
+    # of the tile, R of the channel block; both keep the accelerator's 16-byte alignment).
+    problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
+    assert_tma_loads_agree(problem, backend, controller, "", monkeypatch)
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

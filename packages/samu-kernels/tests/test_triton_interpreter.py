@@ -7,13 +7,23 @@ matrix runs on the GPU in test_gpu.py).
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
-from kernel_cases import assert_matches_reference, make_problem, run, saturate
+from kernel_cases import (
+    assert_matches_reference,
+    assert_tma_loads_agree,
+    make_problem,
+    record_tile_loads,
+    run,
+    saturate,
+)
 
 import samu_kernels
 from samu_kernels.backends import REFERENCE_FILE_ROWS
 from samu_kernels.common.geometry import TILE_ENV
+from samu_kernels.common.launch import tma_loadable
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
 WIDE = (1, 50, 70)
@@ -266,3 +276,68 @@ def test_chunks_longer_than_the_unrolled_rows(
     monkeypatch.setenv(TILE_ENV, "split=0,unroll=4")
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller", "shape", "resets"),
+    [
+        # Two 32-row tiles, the last one partial; 20 channels in blocks of 16.
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", (2, 48, 20), True),
+        ("rglru", "fused_fused_output_shared_sfu_chunk8", None, (2, 48, 20), True),
+        # Precomputed gates, u for the skip term, the saved states through a box.
+        ("samu", "fused_output_chunk8", "reference", (1, 40, 20), False),
+    ],
+)
+def test_tiles_through_descriptors_equal_pointer_loads(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    shape: tuple[int, int, int],
+    resets: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    device: torch.device,
+) -> None:
+    # The interpreter emulates the Tensor Memory Accelerator's boxes, their zero padding
+    # past L and R included.
+    problem = make_problem(architecture, shape, torch.float32, device, resets=resets, h0=True)
+    assert_tma_loads_agree(
+        problem, backend, controller, "split=1,block_r=16,tile_rows=16", monkeypatch
+    )
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_unaligned_rows_fall_back_to_pointer_loads(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # 19 fp32 channels: rows of 76 bytes, not a multiple of the accelerator's 16.
+    described = record_tile_loads(monkeypatch)
+    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=16,tma=3")
+    problem = make_problem("samu", (1, 24, 19), torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(problem, samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords")
+    assert described == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "offset", "rows", "loadable"),
+    [
+        ((2, 48, 20), torch.float32, 0, 32, True),
+        ((2, 48, 19), torch.float32, 0, 32, False),  # row stride of 76 bytes
+        ((2, 48, 20), torch.float32, 1, 32, False),  # start off by 4 bytes
+        ((2, 48, 20), torch.float32, 0, 512, False),  # a box side past 256
+        ((2, 48), torch.uint8, 0, 32, True),  # document-start flags
+        ((2, 40), torch.uint8, 0, 32, False),  # flag rows of 40 bytes
+    ],
+)
+def test_which_tensors_the_accelerator_can_load(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    offset: int,
+    rows: int,
+    loadable: bool,
+    device: torch.device,
+) -> None:
+    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
+        pytest.skip("no Tensor Memory Accelerator before compute capability 9")
+    storage = torch.zeros(offset + math.prod(shape), dtype=dtype, device=device)
+    assert tma_loadable(storage[offset:].view(shape), rows, 16) is loadable

@@ -6,6 +6,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="block_r=64,warps=2,stages=3,chunks=8,unroll=8,prefetch=1"
     SAMU_KERNELS_TILE="block_r=16,split=4,tile_rows=64"
     SAMU_KERNELS_TILE="lookback=2"
+    SAMU_KERNELS_TILE="tma=3"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -20,7 +21,10 @@ W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) 
 ``lookback`` (hierarchical names with ``grouped_prefix``: 2 runs the chained kernels with a
 look-back over run summaries instead of the chain; 0: the three passes or the chained ones;
 1, a look-back launch of one register tile per program, was removed after measuring 1.5-3.9x
-slower than the three passes). Keys left out keep the heuristic's value.
+slower than the three passes) and ``tma`` (time-split programs: 0 loads each tile row by
+row through pointers; 2..MAX_TMA_STAGES loads each tile as one box per input through the
+Tensor Memory Accelerator, that many tiles in flight, where the GPU and the tensors allow it,
+``launch.tile_sources``). Keys left out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -104,6 +108,14 @@ the chain: a one-warp program walks its run for the summary, looks back, walks i
 LOOKBACK_SCAN_ROWS = 16
 """Summaries a look-back composes at a time (one [16, BLOCK_R] associative scan; fewer when
 the group is smaller): a whole group of 64 at once held ~50 more registers per thread."""
+MAX_TMA_STAGES = 8
+"""Most tiles a time-split program keeps in flight through the Tensor Memory Accelerator
+(``Tile.tma``): each stage holds a box of every input in shared memory."""
+TMA_STAGES = 3
+"""The depth measured (H100, docs/performance.md, "The join as one gather; tiles through the
+Tensor Memory Accelerator"): SAMU default 0.85 / 0.95 / 0.86x of the pointer loads' time on
+the three reference shapes, RG-LRU's time split 1.07x slower on the medium one. Not yet the
+heuristic's: the loads through descriptors have not run the GPU suite (``tma=3`` asks for them)."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
@@ -126,6 +138,7 @@ _KEYS = {
     "split": "split",
     "tile_rows": "tile_rows",
     "lookback": "lookback",
+    "tma": "tma",
 }
 
 
@@ -150,7 +163,11 @@ class Tile:
     (a tile holds whole chunks; 0: one chunk). lookback (hierarchical names with
     ``grouped_prefix`` only): 2 runs the chained kernels (one-warp runs, walked twice) with a
     look-back over run summaries instead of the chain; 0: the three passes (or the chained
-    ones).
+    ones). tma (time-split programs only): 0 loads a tile row by row through pointers (the
+    next tile's rows issued before this one is computed); N >= 2 loads each input's tile as
+    one [1, TILE, BLOCK_R] box through the Tensor Memory Accelerator, N tiles in flight
+    (``tl.range(num_stages=N)``), where ``launch.tile_sources`` finds the GPU and the tensors
+    able to (else pointers).
     """
 
     block_r: int
@@ -164,6 +181,7 @@ class Tile:
     split: int = 0
     tile_rows: int = 0
     lookback: int = 0
+    tma: int = 0
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -281,6 +299,12 @@ def parse_tile_override(text: str) -> dict[str, int]:
         elif key == "tile_rows":
             if value != 0 and not power_of_two:
                 raise ValueError(f"{TILE_ENV}: tile_rows must be 0 or a power of two, got {value}")
+        elif key == "tma":
+            if value != 0 and not 2 <= value <= MAX_TMA_STAGES:
+                raise ValueError(
+                    f"{TILE_ENV}: tma must be 0 (pointer loads) or 2..{MAX_TMA_STAGES} (tiles "
+                    f"in flight through the Tensor Memory Accelerator), got {value}"
+                )
         elif key == "prefetch":
             if value < 0:
                 raise ValueError(f"{TILE_ENV}: prefetch must be >= 0, got {value}")

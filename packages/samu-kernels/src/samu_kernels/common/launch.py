@@ -9,7 +9,8 @@ the ``SAMU_KERNELS_TILE`` environment variable). The launchers take the kernels 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from functools import lru_cache
@@ -17,6 +18,8 @@ from typing import Any
 
 import torch
 import triton
+from torch._subclasses.fake_tensor import is_fake
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels, split
@@ -44,7 +47,13 @@ __all__ = [
     "launch_forward",
     "new_buffer",
     "scan_config",
+    "tile_sources",
 ]
+
+TMA_BOX_LIMIT = 256
+"""Most elements along any dimension of a box the Tensor Memory Accelerator copies."""
+TMA_ALIGNMENT = 16
+"""Bytes to which a tensor's start and its strides but the last must be aligned for it."""
 
 Wrap = Callable[[Any], Any]
 
@@ -270,6 +279,12 @@ def launch_forward(
         if geo.tile.split:
             kernel = split.forward_split_kernel
             flags = geo.split_flags(config, has_resets=reset is not None)
+            u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = pointers
+            (u_, gate_x_, gate_a_, y_, reset_), load_flags = tile_sources(
+                (u_, gate_x_, gate_a_, y_, reset_), geo.tile.tma, flags["TILE"], geo.tile.block_r
+            )
+            pointers = [u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_]
+            flags |= load_flags
         else:
             kernel = kernels.forward_sequential_kernel
         wrap(kernel)[(geo.batch * geo.n_rb,)](
@@ -458,17 +473,30 @@ def launch_backward(
         n_programs = geo.batch * geo.n_rb
         # Time-split programs (split.py) keep a tile's states in registers; the row walk
         # rereads a recomputed chunk from its scratch rows.
+        saved_: Any = saved
         if geo.tile.split:
             kernel = split.backward_split_kernel
             flags = geo.split_flags(config, has_resets=reset is not None)
             scratch_rows: tuple[torch.Tensor, ...] = ()
+            # Without fused_write the saved states are a [B, L, R] input tiled like the rest.
+            tiled = (u_, gate_x_, gate_a_, y_, reset_, grad_output, saved)
+            sources, load_flags = tile_sources(
+                tiled[:-1] if config.fused_write else tiled,
+                geo.tile.tma,
+                flags["TILE"],
+                geo.tile.block_r,
+            )
+            u_, gate_x_, gate_a_, y_, reset_, grad_output_ = sources[:6]
+            saved_ = saved if config.fused_write else sources[6]
+            inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output_)
+            flags |= load_flags
         else:
             kernel = kernels.backward_sequential_kernel
             scratch_rows = (geo.scratch(u, config, n_programs),)
         wrap(kernel)[(n_programs,)](
             *inputs,
             grad_final,
-            saved,
+            saved_,
             *scratch_rows,
             *outputs,
             grads.d_h0,
@@ -613,6 +641,50 @@ def _summary_buffers(like: torch.Tensor, geo: _Geometry, n_groups: int) -> tuple
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """A buffer a kernel needs zeroed (flags and tickets of the chained passes)."""
     return like.new_zeros(shape, dtype=dtype)
+
+
+def tile_sources(
+    tensors: Sequence[torch.Tensor], stages: int, rows: int, block_r: int
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The tiled inputs of the time-split kernels and their load flags.
+
+    ``tensors`` are [B, L, R] inputs and [B, L] document-start flags (placeholders
+    included). With ``stages`` > 0 (``Tile.tma``), where every tensor can be copied by the
+    Tensor Memory Accelerator (:func:`tma_loadable`), returns host-side tensor descriptors of
+    [1, rows, block_r] boxes ([1, rows] for the flags) and ``DESCRIBED`` with ``TILE_STAGES``
+    = ``stages``; otherwise the tensors themselves, loaded through pointers, and no pipeline
+    depth for the tile loop (``TILE_STAGES`` None: Triton's default).
+    """
+    if stages and all(tma_loadable(t, rows, block_r) for t in tensors):
+        boxes = tuple(
+            TensorDescriptor.from_tensor(t, [1, rows, block_r] if t.dim() == 3 else [1, rows])
+            for t in tensors
+        )
+        return boxes, {"DESCRIBED": True, "TILE_STAGES": stages}
+    return tuple(tensors), {"DESCRIBED": False, "TILE_STAGES": None}
+
+
+def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
+    """Whether boxes of [1, rows, block_r] ([1, rows] of a 2-D tensor) of the contiguous
+    ``tensor`` can be copied by the Tensor Memory Accelerator: a CUDA GPU of compute
+    capability 9 or newer (or the Triton interpreter, which emulates it), box sides of at
+    most TMA_BOX_LIMIT, a start and strides aligned to TMA_ALIGNMENT bytes and a box row of
+    a multiple of it."""
+    if tensor.device.type == "cuda":
+        if torch.cuda.get_device_capability(tensor.device)[0] < 9:
+            return False
+    elif os.environ.get("TRITON_INTERPRET") != "1":
+        return False
+    size = tensor.element_size()
+    inner = block_r if tensor.dim() == 3 else rows
+    start = tensor.storage_offset() * size if is_fake(tensor) else tensor.data_ptr()
+    return bool(
+        tensor.is_contiguous()
+        and max(rows, block_r) <= TMA_BOX_LIMIT
+        and start % TMA_ALIGNMENT == 0
+        and all(stride * size % TMA_ALIGNMENT == 0 for stride in tensor.stride()[:-1])
+        and inner * size % TMA_ALIGNMENT == 0
+    )
 
 
 def _or(tensor: torch.Tensor | None, fallback: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,13 @@ the backward one value per element to hold instead of two per direction
 (docs/performance.md, "Each segment scanned twice"). Inputs are read once per direction, gates
 evaluated once per element.
 
+Loads: by default each tile row is loaded through pointers, the next tile's rows issued
+before this tile is computed (double-buffered in registers). With ``tma=N`` in the geometry
+(``SAMU_KERNELS_TILE``), each input's tile is one [1, TILE, BLOCK_R] box copied by the
+Tensor Memory Accelerator through a host-side tensor descriptor, N tiles in flight
+(``tl.range(num_stages=N)``), then read from shared memory into the row form
+(:func:`tiles.load_tile_boxes`); the values are the pointer loads' bit for bit.
+
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
 :func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tile rows.
 """
@@ -38,14 +45,17 @@ from samu_kernels.common.chunk import (
     GATES_PRECOMPUTED,
     OUT_Y_H_SKIP,
     accumulate_terms,
+    channel_block_start,
     gates_of_row,
     input_gradients,
     output_of,
     store_partials,
 )
 from samu_kernels.common.tiles import (
+    box_rows,
     enter_segments,
     first_segment,
+    load_tile_boxes,
     load_tile_rows,
     program_constants,
     reverse_segment_steps,
@@ -87,11 +97,15 @@ def forward_split_kernel(
     FULL_TILES: tl.constexpr,
     HAS_H0: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
+    DESCRIBED: tl.constexpr,
+    TILE_STAGES: tl.constexpr,
 ):
     """Forward of one (batch row, channel block): its tiles of TILE rows (a multiple of the
     chunk T) in order, each cut into SEGMENTS segments scanned side by side by the program's
     threads (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes
-    to SAVED."""
+    to SAVED. DESCRIBED: U, GATE_X, GATE_A, Y and RESET are tensor descriptors, each tile
+    loaded as one box per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``);
+    else pointers, the next tile's rows loaded while this one is computed."""
     S: tl.constexpr = TILE // SEGMENTS
     n_tiles = tl.cdiv(L, TILE)
     (b, _offs_r, _col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a,
@@ -103,19 +117,27 @@ def forward_split_kernel(
         h = tl.load(state_vector(H0, b, 0, columns, R, 1), mask=column_mask, other=0.0)
     else:
         h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
-    # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
-    # iteration reloads the last tile instead of reading past the end).
-    next_rows = load_tile_rows(
-        U, GATE_X, GATE_A, Y, RESET, U, b, 0, columns, column_mask, L, R, TILE, S, SEGMENTS,
-        BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, False,
-    )  # fmt: skip
-    for tile in range(0, n_tiles):
-        rows = next_rows
+    column0 = channel_block_start(tl.program_id(0), R, BLOCK_R)
+    if not DESCRIBED:
+        # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
+        # iteration reloads the last tile instead of reading past the end).
         next_rows = load_tile_rows(
-            U, GATE_X, GATE_A, Y, RESET, U, b, tl.minimum(tile + 1, n_tiles - 1), columns,
-            column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
-            FULL_TILES, False,
+            U, GATE_X, GATE_A, Y, RESET, U, b, 0, columns, column_mask, L, R, TILE, S,
+            SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, False,
         )  # fmt: skip
+    for tile in tl.range(0, n_tiles, num_stages=TILE_STAGES):
+        if DESCRIBED:
+            rows = load_tile_boxes(
+                U, GATE_X, GATE_A, Y, RESET, U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R,
+                GATE_MODE, OUT_MODE, HAS_RESETS, False,
+            )  # fmt: skip
+        else:
+            rows = next_rows
+            next_rows = load_tile_rows(
+                U, GATE_X, GATE_A, Y, RESET, U, b, tl.minimum(tile + 1, n_tiles - 1), columns,
+                column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
+                FULL_TILES, False,
+            )  # fmt: skip
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
         a_rows = ()
@@ -180,11 +202,14 @@ def backward_split_kernel(
     HAS_RESETS: tl.constexpr,
     FULL_TILES: tl.constexpr,
     FUSED_WRITE: tl.constexpr,
+    DESCRIBED: tl.constexpr,
+    TILE_STAGES: tl.constexpr,
 ):
     """Backward of one (batch row, channel block): its tiles from the last, segments as in
     the forward, the states recomputed from the checkpoint of the tile's first chunk
     (FUSED_WRITE); one row of PARTIAL per program (its batch row's, like
-    ``backward_sequential_kernel``)."""
+    ``backward_sequential_kernel``). DESCRIBED: as the forward's, GRAD_OUT and (without
+    FUSED_WRITE) SAVED too."""
     S: tl.constexpr = TILE // SEGMENTS
     CHUNKS_PER_TILE: tl.constexpr = TILE // T
     n_tiles = tl.cdiv(L, TILE)
@@ -197,18 +222,26 @@ def backward_split_kernel(
     carry = tl.load(final_row, mask=column_mask, other=0.0)
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
-    next_rows = load_tile_rows(
-        U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, n_tiles - 1, columns, column_mask, L, R, TILE,
-        S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, True,
-    )  # fmt: skip
-    for i in range(0, n_tiles):
-        tile = n_tiles - 1 - i
-        rows = next_rows
+    column0 = channel_block_start(tl.program_id(0), R, BLOCK_R)
+    if not DESCRIBED:
         next_rows = load_tile_rows(
-            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tl.maximum(tile - 1, 0), columns,
-            column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
-            FULL_TILES, True,
+            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, n_tiles - 1, columns, column_mask, L, R,
+            TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, True,
         )  # fmt: skip
+    for i in tl.range(0, n_tiles, num_stages=TILE_STAGES):
+        tile = n_tiles - 1 - i
+        if DESCRIBED:
+            rows = load_tile_boxes(
+                U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, TILE, S, SEGMENTS,
+                BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, True,
+            )  # fmt: skip
+        else:
+            rows = next_rows
+            next_rows = load_tile_rows(
+                U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tl.maximum(tile - 1, 0), columns,
+                column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
+                FULL_TILES, True,
+            )  # fmt: skip
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
         gates = ()
@@ -235,6 +268,8 @@ def backward_split_kernel(
                 BLOCK_R, False,
             )  # fmt: skip
             states = states_from(entering, a_rows, x_rows, S)
+        elif DESCRIBED:
+            states = box_rows(SAVED, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
         else:
             for k in tl.static_range(S):
                 mask = row_mask(starts, k, column_mask, L, FULL_TILES)

@@ -26,6 +26,11 @@ import triton
 import triton.language as tl
 
 from samu_kernels.common.chunk import (
+    GATES_PRECOMPUTED,
+    GATES_RGLRU,
+    GATES_SAMU,
+    OUT_H,
+    OUT_Y_H_SKIP,
     channel_constants,
     load_output_inputs,
     load_row,
@@ -142,6 +147,88 @@ def load_tile_rows(
             row = (first, second, third, start, d_out, g, skip_u)
         else:
             y, skip_u = load_output_inputs(U, Y, offs + k * R, mask, first, GATE_MODE, OUT_MODE)
+            row = (first, second, third, start, y, skip_u)  # type: ignore[assignment]
+        rows = rows + (row,)  # type: ignore[assignment]  # noqa: RUF005
+    return rows
+
+
+@triton.jit
+def box_rows(DESC, b, tile, column0, TILE: tl.constexpr, S: tl.constexpr,
+             SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):  # fmt: skip
+    """Tile ``tile`` of a [B, L, R] tensor through its descriptor: one [1, TILE, BLOCK_R] box
+    from channel ``column0`` (rows past L and channels past R read 0, as the masked pointer
+    loads' ``other``) in the row form, S fp32 [SEGMENTS * BLOCK_R] tile rows."""
+    box = tl.reshape(DESC.load([b, tile * TILE, column0]), [SEGMENTS, S, BLOCK_R])
+    by_column = tl.reshape(tl.permute(box, [0, 2, 1]), [SEGMENTS * BLOCK_R, S])
+    return columns_of(by_column.to(tl.float32), S)
+
+
+@triton.jit
+def box_starts(RESET, b, tile, TILE: tl.constexpr, S: tl.constexpr, SEGMENTS: tl.constexpr,
+               BLOCK_R: tl.constexpr):  # fmt: skip
+    """The document-start flags of tile ``tile`` through the descriptor of the [B, L] uint8
+    flags (one [1, TILE] box; rows past L read 0) in the row form: S bool tile rows."""
+    flags = tl.reshape(RESET.load([b, tile * TILE]), [SEGMENTS, 1, S])
+    by_column = tl.reshape(tl.broadcast_to(flags, [SEGMENTS, BLOCK_R, S]), [SEGMENTS * BLOCK_R, S])
+    rows = columns_of(by_column, S)
+    starts = ()
+    for k in tl.static_range(S):
+        starts = starts + (rows[k] != 0,)  # type: ignore[assignment]  # noqa: RUF005
+    return starts
+
+
+@triton.jit
+def load_tile_boxes(
+    U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, TILE: tl.constexpr,
+    S: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr, HAS_RESETS: tl.constexpr, BACKWARD: tl.constexpr,
+):  # fmt: skip
+    """:func:`load_tile_rows`' tuple, the same values, from the inputs' tensor descriptors:
+    one box per input (:func:`box_rows`, :func:`box_starts`), which the tile loop's
+    ``tl.range(num_stages=...)`` turns into asynchronous copies several tiles ahead."""
+    if GATE_MODE == GATES_SAMU:
+        firsts = box_rows(U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+    else:
+        firsts = box_rows(GATE_A, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+        seconds = box_rows(
+            GATE_X if GATE_MODE == GATES_PRECOMPUTED else U, b, tile, column0, TILE, S,
+            SEGMENTS, BLOCK_R,
+        )  # fmt: skip
+    if GATE_MODE == GATES_RGLRU:
+        thirds = box_rows(GATE_X, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+    if HAS_RESETS:
+        starts = box_starts(RESET, b, tile, TILE, S, SEGMENTS, BLOCK_R)
+    if OUT_MODE != OUT_H:
+        ys = box_rows(Y, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+    if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
+        skip_us = box_rows(U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+    if BACKWARD:
+        d_outs = box_rows(GRAD_OUT, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+    rows = ()
+    for k in tl.static_range(S):
+        first = firsts[k]
+        second = tl.zeros_like(first)
+        third = second
+        start = tl.full(first.shape, False, tl.int1)  # no resets (``chunk.row_is_start``)
+        y = first  # stands in where the output mode reads no y (``chunk.load_output_inputs``)
+        skip_u = first
+        if GATE_MODE != GATES_SAMU:
+            second = seconds[k]
+        if GATE_MODE == GATES_RGLRU:
+            third = thirds[k]
+        if HAS_RESETS:
+            start = starts[k]
+        if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
+            skip_u = skip_us[k]
+        if BACKWARD:
+            d_out = d_outs[k]
+            g = d_out
+            if OUT_MODE != OUT_H:
+                g = d_out * ys[k]
+            row = (first, second, third, start, d_out, g, skip_u)
+        else:
+            if OUT_MODE != OUT_H:
+                y = ys[k]
             row = (first, second, third, start, y, skip_u)  # type: ignore[assignment]
         rows = rows + (row,)  # type: ignore[assignment]  # noqa: RUF005
     return rows
