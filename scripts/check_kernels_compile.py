@@ -11,13 +11,15 @@ without resets and an initial state (and, for SAMU, every controller).
 Usage::
 
     uv run --frozen python scripts/check_kernels_compile.py [--backend NAME ...] [--stats]
-        [--shape B,L,R]
+        [--shape B,L,R] [--loads pointers|descriptors]
 
 ``--stats`` also prints, per kernel, its registers per thread (cuobjdump) and its SASS
 instruction mix (Triton's ``get_sass``): every instruction, the special-function (MUFU)
 ones and the global loads and stores, the numbers behind docs/kernels.md's instruction
 floor. ``--shape`` compiles at another problem size (default 2,40,24); with
-``SAMU_KERNELS_TILE`` that reproduces a GPU geometry.
+``SAMU_KERNELS_TILE`` that reproduces a GPU geometry. ``--loads descriptors`` compiles the
+time-split kernels with their tiles through the Tensor Memory Accelerator (``tma`` =
+``geometry.TMA_STAGES`` added to the geometry, the CPU tensors taken for an sm_90 GPU's).
 
 The launch geometry is the heuristic's for the tiny problem; set ``SAMU_KERNELS_TILE``
 (e.g. ``block_r=128,warps=8,bwd_warps=8,stages=3``) to compile another one. Exit status 0
@@ -53,6 +55,8 @@ from triton.runtime.jit import JITFunction
 from triton.tools.disasm import get_sass
 
 import samu_kernels
+from samu_kernels.common import launch
+from samu_kernels.common.geometry import TILE_ENV, TMA_STAGES
 
 TARGET = GPUTarget("cuda", 90, 32)
 DEFAULT_BACKENDS = (
@@ -316,7 +320,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="B,L,R",
         help="problem size the ops are run at (default 2,40,24)",
     )
+    parser.add_argument(
+        "--loads",
+        choices=("pointers", "descriptors"),
+        default="pointers",
+        help="how the time-split kernels load their tiles (default: pointers)",
+    )
     args = parser.parse_args(argv)
+    if args.loads == "descriptors":
+        os.environ[TILE_ENV] = ",".join(
+            filter(None, (os.environ.get(TILE_ENV, ""), f"tma={TMA_STAGES}"))
+        )
+        launch.tma_device = lambda device: True  # the CPU tensors stand for an sm_90 GPU's
     compiler = Compiler(stats=args.stats)
     intercept_launches(compiler)
     for backend in args.backend or DEFAULT_BACKENDS:

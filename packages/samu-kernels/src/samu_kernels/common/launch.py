@@ -666,14 +666,10 @@ def tile_sources(
 
 def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
     """Whether boxes of [1, rows, block_r] ([1, rows] of a 2-D tensor) of the contiguous
-    ``tensor`` can be copied by the Tensor Memory Accelerator: a CUDA GPU of compute
-    capability 9 or newer (or the Triton interpreter, which emulates it), box sides of at
-    most TMA_BOX_LIMIT, a start and strides aligned to TMA_ALIGNMENT bytes and a box row of
-    a multiple of it."""
-    if tensor.device.type == "cuda":
-        if torch.cuda.get_device_capability(tensor.device)[0] < 9:
-            return False
-    elif os.environ.get("TRITON_INTERPRET") != "1":
+    ``tensor`` can be copied by the Tensor Memory Accelerator: its device has one
+    (:func:`tma_device`), box sides of at most TMA_BOX_LIMIT, a start and strides aligned to
+    TMA_ALIGNMENT bytes and a box row of a multiple of it."""
+    if not tma_device(tensor.device):
         return False
     size = tensor.element_size()
     inner = block_r if tensor.dim() == 3 else rows
@@ -685,6 +681,14 @@ def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
         and all(stride * size % TMA_ALIGNMENT == 0 for stride in tensor.stride()[:-1])
         and inner * size % TMA_ALIGNMENT == 0
     )
+
+
+def tma_device(device: torch.device) -> bool:
+    """Whether kernels on ``device`` can load through the Tensor Memory Accelerator: a CUDA
+    GPU of compute capability 9 or newer, or the Triton interpreter, which emulates it."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_capability(device)[0] >= 9
+    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def _or(tensor: torch.Tensor | None, fallback: torch.Tensor) -> torch.Tensor:
