@@ -38,6 +38,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -331,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[TILE_ENV] = ",".join(
             filter(None, (os.environ.get(TILE_ENV, ""), f"tma={TMA_STAGES}"))
         )
-        launch.tma_device = lambda device: True  # the CPU tensors stand for an sm_90 GPU's
+        # The CPU tensors stand for an sm_90 GPU's (the launcher's check is cached per device).
+        launch.tma_device = lru_cache(lambda device: True)
     compiler = Compiler(stats=args.stats)
     intercept_launches(compiler)
     for backend in args.backend or DEFAULT_BACKENDS:

@@ -10,7 +10,7 @@ import torch
 
 import samu_kernels
 from samu_kernels.common import launch
-from samu_kernels.common.geometry import TILE_ENV
+from samu_kernels.common.geometry import TILE_ENV, TMA_STAGES
 
 TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 2e-2}
 """Largest relative error ||out - ref|| / ||ref|| accepted per input dtype."""
@@ -201,18 +201,20 @@ def assert_tma_loads_agree(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The time-split kernels of ``backend`` under the geometry ``tile`` (an override, may
-    be empty) give the same bits with tiles through the Tensor Memory Accelerator (tma=3) as
-    with pointer loads (tma=0), forward and backward took each path, and the first matches
-    the float64 reference."""
+    be empty) give the same bits with tiles through the Tensor Memory Accelerator
+    (tma=TMA_STAGES) as with pointer loads (tma=0), forward and backward took each path, and
+    the first matches the float64 reference."""
     described = record_tile_loads(monkeypatch)
     values = {}
-    for stages in (0, 3):
+    for stages in (0, TMA_STAGES):
         monkeypatch.setenv(TILE_ENV, ",".join(filter(None, (tile, f"tma={stages}"))))
         described.clear()
         values[stages] = run(problem, backend, controller)
         assert described == [bool(stages)] * 2, f"tma={stages}: descriptors {described}"
     differing = [
-        name for name, value in values[0].items() if not torch.equal(value, values[3][name])
+        name
+        for name, value in values[0].items()
+        if not torch.equal(value, values[TMA_STAGES][name])
     ]
-    assert not differing, f"{backend}: tma=3 differs from pointer loads in {differing}"
+    assert not differing, f"{backend}: tma={TMA_STAGES} differs from pointer loads in {differing}"
     assert_matches_reference(problem, backend, controller)

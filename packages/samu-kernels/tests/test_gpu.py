@@ -33,6 +33,12 @@ pytestmark = [
 
 CUDA = torch.device("cuda")
 HIERARCHICAL_ROWS = [row for row in samu_kernels.REFERENCE_FILE_ROWS if "hierarchical" in row[1]]
+TIME_SPLIT_ROWS = [
+    ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
+    ("samu", "fused_output_chunk16", "reference"),  # precomputed gates, saved states
+    ("rglru", "fused_shared_sfu_chunk16", None),
+]
+"""Backends of the time-split kernels: SAMU's and RG-LRU's fused gates, precomputed ones."""
 
 
 @pytest.fixture(autouse=True)
@@ -206,14 +212,7 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])
-@pytest.mark.parametrize(
-    ("architecture", "backend", "controller"),
-    [
-        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
-        ("samu", "fused_output_chunk16", "reference"),  # precomputed gates, saved states
-        ("rglru", "fused_shared_sfu_chunk16", None),
-    ],
-)
+@pytest.mark.parametrize(("architecture", "backend", "controller"), TIME_SPLIT_ROWS)
 def test_time_split_geometries_match_the_reference(
     architecture: str,
     backend: str,
@@ -231,14 +230,7 @@ def test_time_split_geometries_match_the_reference(
 
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize("shape", [*REFERENCE_SHAPES.values(), (2, 1040, 296)])
-@pytest.mark.parametrize(
-    ("architecture", "backend", "controller"),
-    [
-        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
-        ("samu", "fused_output_chunk16", "reference"),  # precomputed gates, saved states
-        ("rglru", "fused_shared_sfu_chunk16", None),
-    ],
-)
+@pytest.mark.parametrize(("architecture", "backend", "controller"), TIME_SPLIT_ROWS)
 def test_tiles_through_the_tma_equal_pointer_loads(
     architecture: str,
     backend: str,

@@ -683,6 +683,7 @@ def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
     )
 
 
+@lru_cache(maxsize=16)
 def tma_device(device: torch.device) -> bool:
     """Whether kernels on ``device`` can load through the Tensor Memory Accelerator: a CUDA
     GPU of compute capability 9 or newer, or the Triton interpreter, which emulates it."""
