@@ -171,12 +171,19 @@ def test_lookback_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> No
     assert asked.lookback == LOOKBACK_RUNS
 
 
-def test_tma_loads_are_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Timed faster for SAMU but not yet run by the GPU suite: opt-in.
+def test_tma_loads_are_the_heuristics_for_samu_time_split_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Timed faster for SAMU's fused gates, not for RG-LRU's: asked for by the launcher there.
+    for hierarchical, expected in ((False, TMA_STAGES), (True, 0)):
+        tile = heuristic_tile(
+            1, 32768, 2048, 32, hierarchical=hierarchical, multiprocessors=132, tma_loads=True
+        )
+        assert tile.tma == expected
     assert heuristic_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132).tma == 0
-    monkeypatch.setenv(TILE_ENV, f"tma={TMA_STAGES}")
-    asked = choose_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132)
-    assert asked.tma == TMA_STAGES
+    monkeypatch.setenv(TILE_ENV, "tma=0")
+    asked = choose_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132, tma_loads=True)
+    assert asked.tma == 0
 
 
 def test_only_the_sequential_kernels_prefetch_by_default() -> None:

@@ -325,8 +325,8 @@ def test_unaligned_rows_fall_back_to_pointer_loads(
         ((2, 48, 19), torch.float32, 0, 32, False),  # row stride of 76 bytes
         ((2, 48, 20), torch.float32, 1, 32, False),  # start off by 4 bytes
         ((2, 48, 20), torch.float32, 0, 512, False),  # a box side past 256
-        ((2, 48), torch.uint8, 0, 32, True),  # document-start flags
-        ((2, 40), torch.uint8, 0, 32, False),  # flag rows of 40 bytes
+        ((2, 48, 8), torch.bfloat16, 0, 32, True),  # row stride of 16 bytes
+        ((2, 48, 4), torch.float16, 0, 32, False),  # row stride of 8 bytes
     ],
 )
 def test_which_tensors_the_accelerator_can_load(

@@ -112,10 +112,11 @@ MAX_TMA_STAGES = 8
 """Most tiles a time-split program keeps in flight through the Tensor Memory Accelerator
 (``Tile.tma``): each stage holds a box of every input in shared memory."""
 TMA_STAGES = 3
-"""The depth measured (H100, docs/performance.md, "The join as one gather; tiles through the
-Tensor Memory Accelerator"): SAMU default 0.85 / 0.95 / 0.86x of the pointer loads' time on
-the three reference shapes, RG-LRU's time split 1.07x slower on the medium one. Not yet the
-heuristic's: the loads through descriptors have not run the GPU suite (``tma=3`` asks for them)."""
+"""The heuristic's depth for SAMU's fused gates (``heuristic_tile(tma_loads=True)``). On the
+H100 with the join as one gather (docs/performance.md, "Tiles through the Tensor Memory
+Accelerator by default for SAMU") the SAMU default took 0.84 / 0.84 / 0.96x the pointer
+loads' time on the three reference shapes (4 stages: 0.82 / 0.84 / 0.97x), RG-LRU's time
+split 0.99 / 0.98 / 1.03x, so RG-LRU and precomputed gates keep pointer loads."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
@@ -197,6 +198,7 @@ def heuristic_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
+    tma_loads: bool = False,
 ) -> Tile:
     """The default geometry for inputs [batch, length, width] and chunks of ``chunk`` steps.
 
@@ -218,7 +220,8 @@ def heuristic_tile(
     multiprocessor to itself, sharing tiles of as many rows as give each thread
     SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
-    ahead into L2.
+    ahead into L2. ``tma_loads`` (SAMU's fused gates) loads their tiles through the Tensor
+    Memory Accelerator, TMA_STAGES tiles in flight.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -255,6 +258,7 @@ def heuristic_tile(
         prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
         split=split,
         tile_rows=tile_rows,
+        tma=TMA_STAGES if tma_loads and not hierarchical else 0,
     )
 
 
@@ -323,6 +327,7 @@ def choose_tile(
     hierarchical: bool,
     multiprocessors: int,
     light_passes: bool = False,
+    tma_loads: bool = False,
 ) -> Tile:
     """:func:`heuristic_tile` with the ``SAMU_KERNELS_TILE`` override applied."""
     tile = heuristic_tile(
@@ -333,6 +338,7 @@ def choose_tile(
         hierarchical=hierarchical,
         multiprocessors=multiprocessors,
         light_passes=light_passes,
+        tma_loads=tma_loads,
     )
     override = os.environ.get(TILE_ENV, "")
     return replace(tile, **parse_tile_override(override)) if override else tile

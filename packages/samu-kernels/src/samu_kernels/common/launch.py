@@ -23,7 +23,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels, split
-from samu_kernels.common.chunk import INLINE_ASSEMBLY
+from samu_kernels.common.chunk import INLINE_ASSEMBLY, SFU_TANH_SIGMOIDS, TANH_SIGMOID
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
     COLUMNS_PER_THREAD,
@@ -163,6 +163,7 @@ class _Geometry:
             hierarchical=config.hierarchical,
             multiprocessors=_multiprocessors(u.device),
             light_passes=config.gate_mode == GateMode.RGLRU,
+            tma_loads=config.gate_mode == GateMode.SAMU,
         )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
@@ -182,11 +183,14 @@ class _Geometry:
             return like
         return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
 
-    def split_flags(self, config: ScanConfig, *, has_resets: bool) -> dict[str, Any]:
+    def split_flags(
+        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype
+    ) -> dict[str, Any]:
         """The constexprs and launch options of the time-split sequential kernels: a tile of
         TILE rows in SEGMENTS segments, as many as put ``COLUMNS_PER_THREAD`` (one) tile
         column on every thread of the ``split`` warps (each warp holds whole segments, and
-        a thread all the rows of its column)."""
+        a thread all the rows of its column). With ``shared_sfu``, inputs of a 16-bit
+        ``dtype`` take their gates' sigmoids from ``tanh.approx`` (``chunk.TANH_SIGMOID``)."""
         rows = max(self.tile.tile_rows, config.chunk)
         warps = self.tile.split
         columns = warps * CHANNELS_PER_WARP * COLUMNS_PER_THREAD
@@ -206,7 +210,9 @@ class _Geometry:
             "TILE": rows,
             "SEGMENTS": segments,
             "BLOCK_R": self.tile.block_r,
-            "SHARED_SFU": config.shared_sfu,
+            "SHARED_SFU": SFU_TANH_SIGMOIDS
+            if config.shared_sfu and TANH_SIGMOID and dtype.itemsize == 2
+            else int(config.shared_sfu),
             "HAS_RESETS": has_resets,
             "FULL_TILES": self.length % rows == 0,
             "num_warps": warps,
@@ -278,7 +284,7 @@ def launch_forward(
         # Time-split programs (split.py) unless the tile asks for the one-warp row walk.
         if geo.tile.split:
             kernel = split.forward_split_kernel
-            flags = geo.split_flags(config, has_resets=reset is not None)
+            flags = geo.split_flags(config, has_resets=reset is not None, dtype=u.dtype)
             u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = pointers
             (u_, gate_x_, gate_a_, y_, reset_), load_flags = tile_sources(
                 (u_, gate_x_, gate_a_, y_, reset_), geo.tile.tma, flags["TILE"], geo.tile.block_r
@@ -476,7 +482,7 @@ def launch_backward(
         saved_: Any = saved
         if geo.tile.split:
             kernel = split.backward_split_kernel
-            flags = geo.split_flags(config, has_resets=reset is not None)
+            flags = geo.split_flags(config, has_resets=reset is not None, dtype=u.dtype)
             scratch_rows: tuple[torch.Tensor, ...] = ()
             # Without fused_write the saved states are a [B, L, R] input tiled like the rest.
             tiled = (u_, gate_x_, gate_a_, y_, reset_, grad_output, saved)
@@ -649,15 +655,18 @@ def tile_sources(
     """The tiled inputs of the time-split kernels and their load flags.
 
     ``tensors`` are [B, L, R] inputs and [B, L] document-start flags (placeholders
-    included). With ``stages`` > 0 (``Tile.tma``), where every tensor can be copied by the
-    Tensor Memory Accelerator (:func:`tma_loadable`), returns host-side tensor descriptors of
-    [1, rows, block_r] boxes ([1, rows] for the flags) and ``DESCRIBED`` with ``TILE_STAGES``
-    = ``stages``; otherwise the tensors themselves, loaded through pointers, and no pipeline
-    depth for the tile loop (``TILE_STAGES`` None: Triton's default).
+    included). With ``stages`` > 0 (``Tile.tma``), where every [B, L, R] tensor can be copied
+    by the Tensor Memory Accelerator (:func:`tma_loadable`), returns host-side tensor
+    descriptors of their [1, rows, block_r] boxes, the flags as they are (the kernels read
+    them through pointers, ``tiles.load_tile_boxes``), and ``DESCRIBED`` with
+    ``TILE_STAGES`` = ``stages``; otherwise the tensors themselves, loaded through
+    pointers, and no pipeline depth for the tile loop (``TILE_STAGES`` None: Triton's
+    default).
     """
-    if stages and all(tma_loadable(t, rows, block_r) for t in tensors):
+    tiled = [t for t in tensors if t.dim() == 3]
+    if stages and all(tma_loadable(t, rows, block_r) for t in tiled):
         boxes = tuple(
-            TensorDescriptor.from_tensor(t, [1, rows, block_r] if t.dim() == 3 else [1, rows])
+            TensorDescriptor.from_tensor(t, [1, rows, block_r]) if t.dim() == 3 else t
             for t in tensors
         )
         return boxes, {"DESCRIBED": True, "TILE_STAGES": stages}
@@ -665,21 +674,20 @@ def tile_sources(
 
 
 def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
-    """Whether boxes of [1, rows, block_r] ([1, rows] of a 2-D tensor) of the contiguous
-    ``tensor`` can be copied by the Tensor Memory Accelerator: its device has one
-    (:func:`tma_device`), box sides of at most TMA_BOX_LIMIT, a start and strides aligned to
-    TMA_ALIGNMENT bytes and a box row of a multiple of it."""
+    """Whether [1, rows, block_r] boxes of the contiguous [B, L, R] ``tensor`` can be copied
+    by the Tensor Memory Accelerator: its device has one (:func:`tma_device`), box sides of
+    at most TMA_BOX_LIMIT, a start and strides aligned to TMA_ALIGNMENT bytes and a box row
+    of a multiple of it."""
     if not tma_device(tensor.device):
         return False
     size = tensor.element_size()
-    inner = block_r if tensor.dim() == 3 else rows
     start = tensor.storage_offset() * size if is_fake(tensor) else tensor.data_ptr()
     return bool(
         tensor.is_contiguous()
         and max(rows, block_r) <= TMA_BOX_LIMIT
         and start % TMA_ALIGNMENT == 0
         and all(stride * size % TMA_ALIGNMENT == 0 for stride in tensor.stride()[:-1])
-        and inner * size % TMA_ALIGNMENT == 0
+        and block_r * size % TMA_ALIGNMENT == 0
     )
 
 

@@ -128,8 +128,8 @@ def forward_split_kernel(
     for tile in tl.range(0, n_tiles, num_stages=TILE_STAGES):
         if DESCRIBED:
             rows = load_tile_boxes(
-                U, GATE_X, GATE_A, Y, RESET, U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R,
-                GATE_MODE, OUT_MODE, HAS_RESETS, False,
+                U, GATE_X, GATE_A, Y, RESET, U, b, tile, column0, L, TILE, S, SEGMENTS,
+                BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, False,
             )  # fmt: skip
         else:
             rows = next_rows
@@ -232,8 +232,8 @@ def backward_split_kernel(
         tile = n_tiles - 1 - i
         if DESCRIBED:
             rows = load_tile_boxes(
-                U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, TILE, S, SEGMENTS,
-                BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, True,
+                U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, L, TILE, S,
+                SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, True,
             )  # fmt: skip
         else:
             rows = next_rows

@@ -36,6 +36,7 @@ from samu_kernels.common.chunk import (
     load_row,
     load_skip_input,
     output_grad,
+    row_is_start,
     state_offsets,
 )
 from samu_kernels.common.kernels import program_channels
@@ -164,28 +165,16 @@ def box_rows(DESC, b, tile, column0, TILE: tl.constexpr, S: tl.constexpr,
 
 
 @triton.jit
-def box_starts(RESET, b, tile, TILE: tl.constexpr, S: tl.constexpr, SEGMENTS: tl.constexpr,
-               BLOCK_R: tl.constexpr):  # fmt: skip
-    """The document-start flags of tile ``tile`` through the descriptor of the [B, L] uint8
-    flags (one [1, TILE] box; rows past L read 0) in the row form: S bool tile rows."""
-    flags = tl.reshape(RESET.load([b, tile * TILE]), [SEGMENTS, 1, S])
-    by_column = tl.reshape(tl.broadcast_to(flags, [SEGMENTS, BLOCK_R, S]), [SEGMENTS * BLOCK_R, S])
-    rows = columns_of(by_column, S)
-    starts = ()
-    for k in tl.static_range(S):
-        starts = starts + (rows[k] != 0,)  # type: ignore[assignment]  # noqa: RUF005
-    return starts
-
-
-@triton.jit
 def load_tile_boxes(
-    U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, TILE: tl.constexpr,
+    U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, L, TILE: tl.constexpr,
     S: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr, HAS_RESETS: tl.constexpr, BACKWARD: tl.constexpr,
 ):  # fmt: skip
-    """:func:`load_tile_rows`' tuple, the same values, from the inputs' tensor descriptors:
-    one box per input (:func:`box_rows`, :func:`box_starts`), which the tile loop's
-    ``tl.range(num_stages=...)`` turns into asynchronous copies several tiles ahead."""
+    """:func:`load_tile_rows`' tuple, the same values, from the [B, L, R] inputs' tensor
+    descriptors: one box per input (:func:`box_rows`), which the tile loop's
+    ``tl.range(num_stages=...)`` turns into asynchronous copies several tiles ahead. The
+    [B, L] uint8 document-start flags stay a pointer (one byte per row: as a [1, TILE] box
+    of bytes they faulted with a misaligned address on the H100, Triton 3.6)."""
     if GATE_MODE == GATES_SAMU:
         firsts = box_rows(U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     else:
@@ -197,7 +186,7 @@ def load_tile_boxes(
     if GATE_MODE == GATES_RGLRU:
         thirds = box_rows(GATE_X, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     if HAS_RESETS:
-        starts = box_starts(RESET, b, tile, TILE, S, SEGMENTS, BLOCK_R)
+        first_steps = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
     if OUT_MODE != OUT_H:
         ys = box_rows(Y, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
@@ -217,7 +206,7 @@ def load_tile_boxes(
         if GATE_MODE == GATES_RGLRU:
             third = thirds[k]
         if HAS_RESETS:
-            start = starts[k]
+            start = row_is_start(RESET, b, first_steps + k, first_steps, L, HAS_RESETS)
         if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
             skip_u = skip_us[k]
         if BACKWARD:
