@@ -1,5 +1,6 @@
-"""The flush-to-zero switch `SAMU_KERNELS_FAST_MATH`: read at import, on by default in
-compiled kernels, off under the interpreter, and a bad value refused by name."""
+"""The flush-to-zero switch `SAMU_KERNELS_FAST_MATH` and the tanh sigmoids under it
+(`SAMU_KERNELS_TANH_SIGMOID`): read at import, on by default in compiled kernels, off under
+the interpreter, a bad value refused by name; the tanh form only for 16-bit inputs."""
 
 from __future__ import annotations
 
@@ -8,21 +9,25 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 import samu_kernels
-from samu_kernels.common.chunk import FAST_MATH_ENV
+from samu_kernels.backends import parse_backend
+from samu_kernels.common import launch
+from samu_kernels.common.chunk import FAST_MATH_ENV, SFU_TANH_SIGMOIDS, TANH_SIGMOID_ENV
 
 PROBE = "import samu_kernels; print(samu_kernels.FAST_MATH_ENABLED)"
+TANH_PROBE = "from samu_kernels.common.chunk import TANH_SIGMOID; print(TANH_SIGMOID)"
 
 
-def _import_in_fresh_process(**env: str) -> subprocess.CompletedProcess[str]:
+def _import_in_fresh_process(probe: str = PROBE, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {
         key: value
         for key, value in os.environ.items()
-        if key not in (FAST_MATH_ENV, "TRITON_INTERPRET")
+        if key not in (FAST_MATH_ENV, TANH_SIGMOID_ENV, "TRITON_INTERPRET")
     }
     return subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", probe],
         env={**environment, **env},
         capture_output=True,
         text=True,
@@ -48,3 +53,42 @@ def test_a_bad_switch_value_is_refused_by_name() -> None:
     result = _import_in_fresh_process(**{FAST_MATH_ENV: "yes"})
     assert result.returncode != 0
     assert f"{FAST_MATH_ENV} must be 0 or 1" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [({}, "True"), ({TANH_SIGMOID_ENV: "0"}, "False"), ({FAST_MATH_ENV: "0"}, "False")],
+)
+def test_tanh_sigmoids_follow_fast_math_unless_turned_off(
+    env: dict[str, str], expected: str
+) -> None:
+    result = _import_in_fresh_process(TANH_PROBE, **env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == expected
+
+
+def test_a_bad_tanh_switch_value_is_refused_by_name() -> None:
+    result = _import_in_fresh_process(TANH_PROBE, **{TANH_SIGMOID_ENV: "2"})
+    assert result.returncode != 0
+    assert f"{TANH_SIGMOID_ENV} must be 0 or 1" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("backend", "dtype", "expected"),
+    [
+        ("fused_output_fused_write_shared_sfu_chunk32", torch.bfloat16, SFU_TANH_SIGMOIDS),
+        ("fused_output_fused_write_shared_sfu_chunk32", torch.float16, SFU_TANH_SIGMOIDS),
+        ("fused_output_fused_write_shared_sfu_chunk32", torch.float32, 1),
+        ("fused_output_fused_write_chunk32", torch.bfloat16, 0),
+    ],
+)
+def test_only_16_bit_inputs_of_shared_sfu_names_get_tanh_sigmoids(
+    backend: str, dtype: torch.dtype, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(launch, "TANH_SIGMOID", True)
+    config = launch.scan_config(
+        parse_backend(backend), launch.GateMode.SAMU, launch.OutMode.Y_H_SKIP
+    )
+    u = torch.empty(1, 64, 32, dtype=dtype)
+    flags = launch._Geometry.of(u, config).split_flags(config, has_resets=False, dtype=dtype)
+    assert flags["SHARED_SFU"] == expected
