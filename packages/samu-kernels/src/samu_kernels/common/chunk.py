@@ -54,32 +54,25 @@ from triton.language.extra import libdevice
 FAST_MATH_ENV = "SAMU_KERNELS_FAST_MATH"
 """Environment variable that turns :data:`FAST_MATH` off ("0") or on ("1", the default),
 read at import."""
+TANH_SIGMOID_ENV = "SAMU_KERNELS_TANH_SIGMOID"
+"""Environment variable that turns :data:`TANH_SIGMOID` off ("0") or on ("1", the default),
+read at import."""
 
 
-def _fast_math_requested() -> bool:
-    value = os.environ.get(FAST_MATH_ENV, "1")
+def _switch_on(name: str) -> bool:
+    """Whether the on/off environment switch ``name`` is on: "1" or unset; "0" is off, any
+    other value a ValueError naming it."""
+    value = os.environ.get(name, "1")
     if value not in ("0", "1"):
-        raise ValueError(f"{FAST_MATH_ENV} must be 0 or 1 (unset: 1), got {value!r}")
+        raise ValueError(f"{name} must be 0 or 1 (unset: 1), got {value!r}")
     return value == "1"
 
 
 INLINE_ASSEMBLY = os.environ.get("TRITON_INTERPRET") != "1"
 """Whether the kernels are compiled (the interpreter runs no inline assembly and has no
 libdevice: no L2 prefetch and no flush-to-zero transcendentals there)."""
-FAST_MATH: tl.constexpr = tl.constexpr(_fast_math_requested() and INLINE_ASSEMBLY)
-TANH_SIGMOID_ENV = "SAMU_KERNELS_TANH_SIGMOID"
-"""Environment variable that turns :data:`TANH_SIGMOID` off ("0") or on ("1", the default),
-read at import."""
-
-
-def _tanh_sigmoid_requested() -> bool:
-    value = os.environ.get(TANH_SIGMOID_ENV, "1")
-    if value not in ("0", "1"):
-        raise ValueError(f"{TANH_SIGMOID_ENV} must be 0 or 1 (unset: 1), got {value!r}")
-    return value == "1"
-
-
-TANH_SIGMOID = bool(FAST_MATH) and _tanh_sigmoid_requested()
+FAST_MATH: tl.constexpr = tl.constexpr(_switch_on(FAST_MATH_ENV) and INLINE_ASSEMBLY)
+TANH_SIGMOID = bool(FAST_MATH) and _switch_on(TANH_SIGMOID_ENV)
 """Whether the time-split kernels take the gates' sigmoids from one ``tanh.approx`` each
 (``SHARED_SFU`` = :data:`SFU_TANH_SIGMOIDS`) for 16-bit inputs (see the module docstring)."""
 SFU_TANH_SIGMOIDS: tl.constexpr = tl.constexpr(2)

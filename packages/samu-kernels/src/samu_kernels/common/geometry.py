@@ -113,8 +113,8 @@ MAX_TMA_STAGES = 8
 (``Tile.tma``): each stage holds a box of every input in shared memory."""
 TMA_STAGES = 3
 """The heuristic's depth for SAMU's fused gates (``heuristic_tile(tma_loads=True)``). On the
-H100 with the join as one gather (docs/performance.md, "Tiles through the Tensor Memory
-Accelerator by default for SAMU") the SAMU default took 0.84 / 0.84 / 0.96x the pointer
+H100 with the join as one gather (docs/performance.md, "Tiles through the TMA and tanh
+sigmoids by default for SAMU") the SAMU default took 0.84 / 0.84 / 0.96x the pointer
 loads' time on the three reference shapes (4 stages: 0.82 / 0.84 / 0.97x), RG-LRU's time
 split 0.99 / 0.98 / 1.03x, so RG-LRU and precomputed gates keep pointer loads."""
 MAX_CHUNKS_PER_PROGRAM = 8
