@@ -101,6 +101,8 @@ def test_cpu_environment() -> None:
     assert environment["torch"] == torch.__version__
     for key in ("python", "platform"):
         assert environment[key]
+    for switch in ("samu_kernels_fast_math", "samu_kernels_tanh_sigmoid"):
+        assert isinstance(environment[switch], bool)
     assert set(environment["samu_packages"]) == {
         "samu-schema",
         "samu-kernels",

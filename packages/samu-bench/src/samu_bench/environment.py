@@ -69,8 +69,9 @@ def collect_environment(device: torch.device) -> dict[str, Any]:
 
     Records torch, CUDA, GPU name, triton, driver, python, platform, device kind
     ("cuda" or "cpu"), the git revision of the code's working tree, the samu package
-    versions and whether the scan kernels use flush-to-zero transcendentals
-    (`SAMU_KERNELS_FAST_MATH`); each is null where it cannot be known (gpu and cuda on a CPU
+    versions, whether the scan kernels use flush-to-zero transcendentals
+    (`SAMU_KERNELS_FAST_MATH`) and whether they take bf16 gate sigmoids from `tanh.approx`
+    (`SAMU_KERNELS_TANH_SIGMOID`); each is null where it cannot be known (gpu and cuda on a CPU
     run).
     """
     on_cuda = device.type == "cuda"
@@ -86,4 +87,5 @@ def collect_environment(device: torch.device) -> dict[str, Any]:
         "git_revision": git_revision(Path(__file__).resolve().parent),
         "samu_packages": {name: _package_version(name) for name in SAMU_PACKAGES},
         "samu_kernels_fast_math": samu_kernels.FAST_MATH_ENABLED,
+        "samu_kernels_tanh_sigmoid": samu_kernels.TANH_SIGMOID_ENABLED,
     }

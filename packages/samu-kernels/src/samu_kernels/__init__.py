@@ -16,7 +16,7 @@ from samu_kernels.backends import (
     check_backend,
     parse_backend,
 )
-from samu_kernels.common.chunk import FAST_MATH
+from samu_kernels.common.chunk import FAST_MATH, TANH_SIGMOID
 from samu_kernels.controllers import CONTROLLERS, DEFAULT_CONTROLLER
 from samu_kernels.peers import register_linear_scan
 from samu_kernels.rglru import rglru_scan
@@ -26,6 +26,10 @@ from samu_kernels.scan_output import ScanOutput
 FAST_MATH_ENABLED: bool = bool(FAST_MATH)
 """Whether the compiled kernels use flush-to-zero transcendentals (the default;
 `SAMU_KERNELS_FAST_MATH=0` at import turns them off; never under the interpreter)."""
+TANH_SIGMOID_ENABLED: bool = TANH_SIGMOID
+"""Whether the time-split kernels of ``shared_sfu`` names take 16-bit inputs' gate sigmoids
+from ``tanh.approx`` (the default under fast math; `SAMU_KERNELS_TANH_SIGMOID=0` at import
+turns it off)."""
 
 __all__ = [
     "CONTROLLERS",
@@ -33,6 +37,7 @@ __all__ = [
     "DEFAULT_CONTROLLER",
     "FAST_MATH_ENABLED",
     "REFERENCE_FILE_ROWS",
+    "TANH_SIGMOID_ENABLED",
     "VALID_TOKENS",
     "BackendNameError",
     "BackendSpec",

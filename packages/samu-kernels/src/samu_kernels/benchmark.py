@@ -52,7 +52,7 @@ from pathlib import Path
 
 import torch
 
-from samu_kernels import FAST_MATH_ENABLED
+from samu_kernels import FAST_MATH_ENABLED, TANH_SIGMOID_ENABLED
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
 from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
@@ -323,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "device": torch.cuda.get_device_name(device),
                 "torch": torch.__version__,
                 "fast_math": FAST_MATH_ENABLED,
+                "tanh_sigmoid": TANH_SIGMOID_ENABLED,
                 "copy_bandwidth_gbps": copy_gbps,
                 "default_backends": DEFAULT_BACKENDS,
                 "sweep": args.sweep,
