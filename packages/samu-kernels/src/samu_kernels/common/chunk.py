@@ -374,7 +374,7 @@ def row_is_start(RESET, b, t, offs_r, L, HAS_RESETS: tl.constexpr):
         flag = tl.load(RESET + b.to(tl.int64) * L + tl.minimum(t, L - 1))
         start = row_valid(t, offs_r, L) & ((offs_r * 0 + flag) != 0)
     else:
-        start = offs_r < 0
+        start = tl.full(offs_r.shape, False, tl.int1)
     return start
 
 

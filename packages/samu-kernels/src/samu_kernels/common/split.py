@@ -29,10 +29,11 @@ evaluated once per element.
 
 Loads: by default each tile row is loaded through pointers, the next tile's rows issued
 before this tile is computed (double-buffered in registers). With ``tma=N`` in the geometry
-(``SAMU_KERNELS_TILE``), each input's tile is one [1, TILE, BLOCK_R] box copied by the
-Tensor Memory Accelerator through a host-side tensor descriptor, N tiles in flight
-(``tl.range(num_stages=N)``), then read from shared memory into the row form
-(:func:`tiles.load_tile_boxes`); the values are the pointer loads' bit for bit.
+(``SAMU_KERNELS_TILE``; the heuristic's for SAMU's fused gates), each [B, L, R] input's
+tile is one [1, TILE, BLOCK_R] box copied by the Tensor Memory Accelerator through a
+host-side tensor descriptor, N tiles in flight (``tl.range(num_stages=N)``), then read from
+shared memory into the row form (:func:`tiles.load_tile_boxes`); the values are the pointer
+loads' bit for bit.
 
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
 :func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tile rows.
@@ -103,9 +104,9 @@ def forward_split_kernel(
     """Forward of one (batch row, channel block): its tiles of TILE rows (a multiple of the
     chunk T) in order, each cut into SEGMENTS segments scanned side by side by the program's
     threads (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes
-    to SAVED. DESCRIBED: U, GATE_X, GATE_A, Y and RESET are tensor descriptors, each tile
-    loaded as one box per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``);
-    else pointers, the next tile's rows loaded while this one is computed."""
+    to SAVED. DESCRIBED: U, GATE_X, GATE_A and Y are tensor descriptors, each tile loaded as
+    one box per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``; RESET stays a
+    pointer); else pointers, the next tile's rows loaded while this one is computed."""
     S: tl.constexpr = TILE // SEGMENTS
     n_tiles = tl.cdiv(L, TILE)
     (b, _offs_r, _col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a,

@@ -185,8 +185,7 @@ def load_tile_boxes(
         )  # fmt: skip
     if GATE_MODE == GATES_RGLRU:
         thirds = box_rows(GATE_X, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
-    if HAS_RESETS:
-        first_steps = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
+    first_steps = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)  # read with resets only
     if OUT_MODE != OUT_H:
         ys = box_rows(Y, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
@@ -198,15 +197,13 @@ def load_tile_boxes(
         first = firsts[k]
         second = tl.zeros_like(first)
         third = second
-        start = tl.full(first.shape, False, tl.int1)  # no resets (``chunk.row_is_start``)
         y = first  # stands in where the output mode reads no y (``chunk.load_output_inputs``)
         skip_u = first
         if GATE_MODE != GATES_SAMU:
             second = seconds[k]
         if GATE_MODE == GATES_RGLRU:
             third = thirds[k]
-        if HAS_RESETS:
-            start = row_is_start(RESET, b, first_steps + k, first_steps, L, HAS_RESETS)
+        start = row_is_start(RESET, b, first_steps + k, first_steps, L, HAS_RESETS)
         if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
             skip_u = skip_us[k]
         if BACKWARD:
