@@ -90,5 +90,7 @@ def test_only_16_bit_inputs_of_shared_sfu_names_get_tanh_sigmoids(
         parse_backend(backend), launch.GateMode.SAMU, launch.OutMode.Y_H_SKIP
     )
     u = torch.empty(1, 64, 32, dtype=dtype)
-    flags = launch._Geometry.of(u, config).split_flags(config, has_resets=False, dtype=dtype)
+    flags = launch._Geometry.of(u, config).split_flags(
+        config, has_resets=False, dtype=dtype, backward=False
+    )
     assert flags["SHARED_SFU"] == expected

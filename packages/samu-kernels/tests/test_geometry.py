@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
-from samu_kernels.backends import REFERENCE_FILE_ROWS, parse_backend
+from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS, parse_backend
 from samu_kernels.benchmark import REFERENCE_SHAPES
+from samu_kernels.common import launch
 from samu_kernels.common.geometry import (
     HIERARCHICAL_UNROLL,
     HIERARCHICAL_WARPS_PER_SM,
@@ -151,9 +153,27 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "prefetch": 0,
         "split": 0,
         "tile_rows": 0,
+        "forward_split": 0,
         "lookback": 0,
         "tma": 0,
     }
+
+
+@pytest.mark.parametrize(("backward", "warps", "rows"), [(False, 8, 256), (True, 4, 128)])
+def test_the_forward_may_take_its_own_warps(
+    backward: bool, warps: int, rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fwd_split: the forward's programs get twice the warps on tiles twice as long (the same
+    # 16 elements per thread); the backward keeps split and tile_rows.
+    monkeypatch.setenv(TILE_ENV, "block_r=16,split=4,tile_rows=128,fwd_split=8")
+    config = launch.scan_config(
+        parse_backend(DEFAULT_BACKENDS["samu"]), launch.GateMode.SAMU, launch.OutMode.Y_H_SKIP
+    )
+    u = torch.empty(1, 1024, 64, dtype=torch.bfloat16)
+    flags = launch._Geometry.of(u, config).split_flags(
+        config, has_resets=False, dtype=u.dtype, backward=backward
+    )
+    assert (flags["num_warps"], flags["TILE"], flags["SEGMENTS"]) == (warps, rows, warps * 2)
 
 
 def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -215,6 +235,7 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("prefetch=-1", ">= 0"),
         ("split=3", "0 or a power of two"),
         ("split=64", "0 or a power of two"),
+        ("fwd_split=6", "fwd_split must be 0 or a power of two"),
         ("tile_rows=24", "0 or a power of two"),
         ("tma=1", "0 (pointer loads) or 2..8"),
         ("tma=9", "0 (pointer loads) or 2..8"),

@@ -8,9 +8,12 @@ matrix runs on the GPU in test_gpu.py).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 from kernel_cases import (
     assert_matches_reference,
     assert_tma_loads_agree,
@@ -22,6 +25,12 @@ from kernel_cases import (
 
 import samu_kernels
 from samu_kernels.backends import REFERENCE_FILE_ROWS
+from samu_kernels.common import launch
+from samu_kernels.common.chunk import (
+    SFU_TANH_SIGMOIDS,
+    _one_minus_exp2_twice,
+    _one_minus_exp2_twice_short,
+)
 from samu_kernels.common.geometry import TILE_ENV
 from samu_kernels.common.launch import tma_loadable
 
@@ -122,6 +131,76 @@ def test_saturated_gates(
     assert all(bool(torch.isfinite(value).all()) for value in got.values())
 
 
+def record_shared_sfu(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets, for every time-split launch from now on, its SHARED_SFU flag."""
+    flags: list[int] = []
+    original = launch._Geometry.split_flags
+
+    def recording(self: launch._Geometry, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        result = original(self, *args, **kwargs)
+        flags.append(result["SHARED_SFU"])
+        return result
+
+    monkeypatch.setattr(launch._Geometry, "split_flags", recording)
+    return flags
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp:RuntimeWarning")
+@pytest.mark.parametrize("saturated", [False, True])
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
+        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None),
+    ],
+)
+def test_tanh_sigmoids_match_reference_bfloat16(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    saturated: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    device: torch.device,
+) -> None:
+    # The 16-bit inputs' gate form of the time-split kernels (SFU_TANH_SIGMOIDS: tanh
+    # sigmoids with their constants folded, the short polynomial for 1 - a^2); on the CPU
+    # chunk.tanh_approx is an exact tanh, so this checks the algebra, the GPU its accuracy.
+    monkeypatch.setattr(launch, "TANH_SIGMOID", True)
+    flags = record_shared_sfu(monkeypatch)
+    problem = make_problem(architecture, SHAPE, torch.bfloat16, device, resets=True, h0=True)
+    if saturated:
+        saturate(problem)
+    got = assert_matches_reference(problem, backend, controller)
+    assert all(bool(torch.isfinite(value).all()) for value in got.values())
+    assert flags == [SFU_TANH_SIGMOIDS, SFU_TANH_SIGMOIDS]
+
+
+@triton.jit
+def _one_minus_a2_kernel(T, OUT, N: tl.constexpr, SHORT: tl.constexpr):
+    t = tl.load(T + tl.arange(0, N))
+    if SHORT:
+        value = _one_minus_exp2_twice_short(t, tl.exp2(t))
+    else:
+        value = _one_minus_exp2_twice(t, tl.exp2(t))
+    tl.store(OUT + tl.arange(0, N), value)
+
+
+@pytest.mark.parametrize(("short", "bound"), [(False, 1.5e-6), (True, 6e-6)])
+def test_one_minus_a_squared_is_accurate_near_one(
+    short: bool, bound: float, device: torch.device
+) -> None:
+    # 1 - a^2 for a = 2^t: the polynomial near t = 0 (where 1 - a*a cancels), 1 - a*a beyond
+    # it; the long form for fp32 inputs, the short one for 16-bit inputs (chunk.py).
+    n = 1024
+    log2_a = -torch.logspace(-9, 1, n, dtype=torch.float64)
+    out = torch.full((n,), float("nan"), device=device)
+    _one_minus_a2_kernel[(1,)](log2_a.float().to(device), out, N=n, SHORT=short)
+    exact = -torch.expm1(2 * math.log(2) * log2_a.float().double())
+    relative = ((out.double().cpu() - exact).abs() / exact).max().item()
+    assert relative <= bound
+
+
 CHAINED = "block_r=16,chunks=2,chained=1,lookback=0"
 
 
@@ -207,6 +286,15 @@ def runs_looking_back(chunks: int) -> str:
             "fp32_fused_coords",
             "split=1,block_r=16,tile_rows=32",
         ),
+        # The forward on twice the warps (tiles of 32 and 5 rows), the backward on tiles of 16;
+        # without fused_write, the saved states read by the backward's shorter tiles.
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=16,fwd_split=2",
+        ),
+        ("rglru", "fused_chunk8", None, "split=2,tile_rows=16,fwd_split=4"),
         ("samu", "fused_output_fused_write_chunk8", "fp32_fused_coords", "split=0"),
         ("rglru", "fused_chunk8", None, "split=0"),
     ],

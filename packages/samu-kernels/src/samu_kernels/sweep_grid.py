@@ -9,8 +9,10 @@ and, for the hierarchical backends, longer and shorter runs of chunks per progra
 more programs), the L2 prefetch they do not use by default (``prefetch=1``) and the one-pass
 chained passes (``chained=1``, also with runs twice as long: half the hops in series, when
 the grid has room). The sequential backends' time-split programs (``split.py``) get twice and
-half the warps on the same tile, tiles twice and half as long at the same elements per
-thread, a tile half as long on the same warps (half the elements per thread: the SAMU
+half the warps on the same tile, the forward alone with twice the warps (``fwd_split``: its
+registers, under half the backward's, leave room for them), tiles twice and half as long
+at the same elements per thread, a tile half as long on the same warps (half the elements
+per thread: the SAMU
 backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
 twice and half the channels with the tile length that keeps them, and the one-warp row walk
 they replace (``split=0``). ``chunks_per_program`` is a runtime argument (no
@@ -76,6 +78,7 @@ def _split_neighbours(base: Tile) -> list[Tile]:
     rows, warps, block_r = base.tile_rows, base.split, base.block_r
     return [
         replace(base, split=2 * warps),
+        replace(base, forward_split=2 * warps),
         replace(base, split=max(1, warps // 2)),
         replace(base, tile_rows=2 * rows, split=2 * warps),
         replace(base, tile_rows=max(1, rows // 2), split=max(1, warps // 2)),

@@ -23,7 +23,10 @@ Constexpr switches shared by all pieces:
   ``SHARED_SFU`` = :data:`SFU_TANH_SIGMOIDS` (the time-split kernels' launch, for 16-bit
   inputs under FAST_MATH unless ``SAMU_KERNELS_TANH_SIGMOID=0``; H100, 2026-12-05: 3-10 %
   faster) also takes each gate's sigmoid from one ``tanh.approx.f32``
-  (:func:`sigmoid_of_log2`): 4 MUFU instructions per element forward instead of 6.
+  (:func:`tanh_approx`): 4 MUFU instructions per element forward instead of 6; the 1/2 of
+  0.5 + 0.5 tanh(l / 2) folded into the logits' constants, log2(a) one FMA of the decay
+  gate's tanh, and 1 - a^2 to the 16-bit inputs' accuracy (:func:`_squared_decay`): 6
+  instructions per element fewer forward, 5 backward (sm_90 SASS).
 * ``HAS_RESETS``: document starts (decay 0, multiplier 1) from ``RESET`` [B, L] uint8.
 * ``FULL_CHUNKS``: L is a multiple of T, so every row of every chunk is in the sequence and
   the rows need no bounds mask (8-10 % of the hierarchical passes' SASS on sm_90); the one
@@ -71,12 +74,12 @@ def _switch_on(name: str) -> bool:
 INLINE_ASSEMBLY = os.environ.get("TRITON_INTERPRET") != "1"
 """Whether the kernels are compiled (the interpreter runs no inline assembly and has no
 libdevice: no L2 prefetch and no flush-to-zero transcendentals there)."""
+COMPILED: tl.constexpr = tl.constexpr(INLINE_ASSEMBLY)
 FAST_MATH: tl.constexpr = tl.constexpr(_switch_on(FAST_MATH_ENV) and INLINE_ASSEMBLY)
 TANH_SIGMOID = bool(FAST_MATH) and _switch_on(TANH_SIGMOID_ENV)
 """Whether the time-split kernels take the gates' sigmoids from one ``tanh.approx`` each
 (``SHARED_SFU`` = :data:`SFU_TANH_SIGMOIDS`) for 16-bit inputs (see the module docstring)."""
 SFU_TANH_SIGMOIDS: tl.constexpr = tl.constexpr(2)
-HALF_LN2: tl.constexpr = tl.constexpr(0.5 * math.log(2.0))
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
 
@@ -96,6 +99,11 @@ _Q3 = _one_minus_exp2_twice_coefficient(3)
 _Q4 = _one_minus_exp2_twice_coefficient(4)
 _Q5 = _one_minus_exp2_twice_coefficient(5)
 _POLYNOMIAL_FROM: tl.constexpr = tl.constexpr(-0.3 / (2.0 * math.log(2.0)))
+# The 16-bit inputs' form (SFU_TANH_SIGMOIDS): degree 3 and t > -1/32 (|z| < 0.044), the
+# truncation under 4e-6 relative (z^3 / 24) and 1 - a*a beyond it amplifying a's 2-ulp
+# error at most 2 a^2 / (1 - a^2) = 45 times (5e-6): m = sqrt(1 - a^2) within 3e-6, under
+# the tanh sigmoids' own error (2.5e-4 absolute in the gate) and bf16's rounding (2^-9).
+_SHORT_POLYNOMIAL_FROM: tl.constexpr = tl.constexpr(-1.0 / 32.0)
 
 GATES_PRECOMPUTED: tl.constexpr = tl.constexpr(0)
 GATES_RGLRU: tl.constexpr = tl.constexpr(1)
@@ -139,33 +147,33 @@ def reciprocal(x):
 
 
 @triton.jit
-def sigmoid_of_log2(z, TANH: tl.constexpr):
+def sigmoid_of_log2(z):
     """sigmoid(z ln 2): the sigmoid of a logit given in log2 units (z = logit * log2(e)), so
     that the exponential is a bare 2^-z. As 1 / (1 + 2^-z) it is accurate to a few ulp
     everywhere (2^-z overflows to inf, giving 0, where the sigmoid is below 2^-128), and
-    its derivative s (1 - s) needs no second transcendental. With ``TANH``, 0.5 + 0.5
-    tanh(z ln 2 / 2) through ``tanh.approx.f32``: one MUFU instruction instead of two, an
-    absolute error of at most ~2.5e-4 (tanh's relative 2^-11), under a bf16 input's own
-    rounding for logits past 0.1 in size."""
-    if TANH:
-        t = tl.inline_asm_elementwise(
-            "tanh.approx.f32 $0, $1;",
-            "=r,r",
-            [z * HALF_LN2],
-            dtype=tl.float32,
-            is_pure=True,
-            pack=1,
-        )
-        result = 0.5 * t + 0.5
-    else:
-        result = reciprocal(1.0 + row_exp2(-z))
-    return result
+    its derivative s (1 - s) needs no second transcendental."""
+    return reciprocal(1.0 + row_exp2(-z))
 
 
 @triton.jit
 def sigmoid(z):
     """sigmoid(z) (see :func:`sigmoid_of_log2`)."""
-    return sigmoid_of_log2(z * LOG2E, False)
+    return sigmoid_of_log2(z * LOG2E)
+
+
+@triton.jit
+def tanh_approx(z):
+    """tanh(z) through ``tanh.approx.f32``: one MUFU instruction, relative error ~2^-11, so
+    a sigmoid 0.5 + 0.5 tanh(l / 2) is within ~2.5e-4 absolute, under a bf16 input's own
+    rounding for logits past 0.1 in size. The interpreter runs no inline assembly: there it
+    is 1 - 2 / (1 + e^(2z)) in fp32, so that its tests run the forms built on it."""
+    if COMPILED:
+        result = tl.inline_asm_elementwise(
+            "tanh.approx.f32 $0, $1;", "=r,r", [z], dtype=tl.float32, is_pure=True, pack=1
+        )
+    else:
+        result = 1.0 - 2.0 / (1.0 + tl.exp(2.0 * z))
+    return result
 
 
 @triton.jit
@@ -193,11 +201,36 @@ def _one_minus_exp2_twice(t, exp2_t):
 
 
 @triton.jit
-def gate_logit(loaded, u, w, b, GATE_MODE: tl.constexpr):
-    """A gate's logit in log2 units (:func:`sigmoid_of_log2`): RG-LRU's loaded logits or
-    SAMU's w u + b, times log2(e) (folded into SAMU's constants, which the compiler hoists
-    out of the row loops)."""
-    return loaded * LOG2E if GATE_MODE == GATES_RGLRU else (w * LOG2E) * u + b * LOG2E
+def _one_minus_exp2_twice_short(t, exp2_t):
+    """:func:`_one_minus_exp2_twice` to the 16-bit inputs' accuracy (``_SHORT_POLYNOMIAL_FROM``):
+    a polynomial of degree 3 over a shorter range, three instructions fewer."""
+    p = _Q1 + t * _Q2
+    p = _Q0 + t * p
+    return tl.where(t > _SHORT_POLYNOMIAL_FROM, t * p, 1.0 - exp2_t * exp2_t)
+
+
+@triton.jit
+def _squared_decay(log2_a, a, SHARED_SFU: tl.constexpr):
+    """(a^2, 1 - a^2) of a decay a = 2^log2_a: with SHARED_SFU a*a and a polynomial near
+    a = 1 (the short one for :data:`SFU_TANH_SIGMOIDS`), else a second exponential."""
+    if SHARED_SFU == SFU_TANH_SIGMOIDS:
+        a2 = a * a
+        one_minus_a2 = _one_minus_exp2_twice_short(log2_a, a)
+    elif SHARED_SFU:
+        a2 = a * a
+        one_minus_a2 = _one_minus_exp2_twice(log2_a, a)
+    else:
+        a2 = row_exp2(2.0 * log2_a)
+        one_minus_a2 = 1.0 - a2
+    return a2, one_minus_a2
+
+
+@triton.jit
+def gate_logit(loaded, u, w, b, GATE_MODE: tl.constexpr, SCALE: tl.constexpr):
+    """A gate's logit times ``SCALE``: RG-LRU's loaded logits or SAMU's w u + b, the factor
+    folded into SAMU's constants (which the compiler hoists out of the row loops). log2(e)
+    gives :func:`sigmoid_of_log2`'s units, 1/2 :func:`tanh_approx`'s argument."""
+    return loaded * SCALE if GATE_MODE == GATES_RGLRU else (w * SCALE) * u + b * SCALE
 
 
 @triton.jit
@@ -387,7 +420,7 @@ def _decay_gate(U, GATE_A, offs, mask, w_a, b_a, GATE_MODE: tl.constexpr):
     else:
         u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
         first = u
-    return sigmoid_of_log2(gate_logit(first, u, w_a, b_a, GATE_MODE), False), u
+    return sigmoid_of_log2(gate_logit(first, u, w_a, b_a, GATE_MODE, LOG2E)), u
 
 
 @triton.jit
@@ -529,17 +562,21 @@ def gates_of_row(
         u = zero
     else:
         u = second if GATE_MODE == GATES_RGLRU else first
-        tanh = SHARED_SFU == SFU_TANH_SIGMOIDS
-        gate_decay = sigmoid_of_log2(gate_logit(first, u, w_a, b_a, GATE_MODE), tanh)
-        gate_in = sigmoid_of_log2(gate_logit(third, u, w_x, b_x, GATE_MODE), tanh)
-        log2_a = log2_decay(decay_scale, gate_decay)
-        a = row_exp2(log2_a)
-        if SHARED_SFU:
-            a2 = a * a
-            one_minus_a2 = _one_minus_exp2_twice(log2_a, a)
+        if SHARED_SFU == SFU_TANH_SIGMOIDS:
+            # sigmoid(l) = 0.5 + 0.5 tanh(l / 2), the 1/2 folded into the logit's constants
+            # and log2(a) = decay_scale log2(e) gate_decay as one FMA of tanh.
+            tanh_decay = tanh_approx(gate_logit(first, u, w_a, b_a, GATE_MODE, 0.5))
+            tanh_in = tanh_approx(gate_logit(third, u, w_x, b_x, GATE_MODE, 0.5))
+            gate_decay = 0.5 * tanh_decay + 0.5
+            gate_in = 0.5 * tanh_in + 0.5
+            half_log2_scale = decay_scale * (0.5 * LOG2E)
+            log2_a = tanh_decay * half_log2_scale + half_log2_scale
         else:
-            a2 = row_exp2(2.0 * log2_a)
-            one_minus_a2 = 1.0 - a2
+            gate_decay = sigmoid_of_log2(gate_logit(first, u, w_a, b_a, GATE_MODE, LOG2E))
+            gate_in = sigmoid_of_log2(gate_logit(third, u, w_x, b_x, GATE_MODE, LOG2E))
+            log2_a = log2_decay(decay_scale, gate_decay)
+        a = row_exp2(log2_a)
+        a2, one_minus_a2 = _squared_decay(log2_a, a, SHARED_SFU)
         m = tl.sqrt(one_minus_a2)
         if HAS_RESETS:
             m = tl.where(start, 1.0, m)

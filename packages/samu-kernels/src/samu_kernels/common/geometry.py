@@ -5,6 +5,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
 
     SAMU_KERNELS_TILE="block_r=64,warps=2,stages=3,chunks=8,unroll=8,prefetch=1"
     SAMU_KERNELS_TILE="block_r=16,split=4,tile_rows=64"
+    SAMU_KERNELS_TILE="fwd_split=8"
     SAMU_KERNELS_TILE="lookback=2"
     SAMU_KERNELS_TILE="tma=3"
 
@@ -18,6 +19,9 @@ walk whose inputs each chunk asks L2 for; 0: none; compiled kernels only) and ``
 sequential kernels only: 0 walks each chunk row by row in a one-warp program; a power of two
 W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) and
 ``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk) and
+``fwd_split`` (the time-split forward's own warps, 0 or a power of two <= 32: 0 takes
+``split``; else its tiles have ``tile_rows * fwd_split / split`` rows, the backward's
+elements per thread, the backward keeping ``split`` and ``tile_rows``) and
 ``lookback`` (hierarchical names with ``grouped_prefix``: 2 runs the chained kernels with a
 look-back over run summaries instead of the chain; 0: the three passes or the chained ones;
 1, a look-back launch of one register tile per program, was removed after measuring 1.5-3.9x
@@ -138,6 +142,7 @@ _KEYS = {
     "prefetch": "prefetch",
     "split": "split",
     "tile_rows": "tile_rows",
+    "fwd_split": "forward_split",
     "lookback": "lookback",
     "tma": "tma",
 }
@@ -161,7 +166,12 @@ class Tile:
     gives each program W warps that share the rows of each tile, in segments of consecutive rows
     (``split.py``; the warps knobs and unroll, stages and prefetch do not apply to them).
     tile_rows: the rows such a program loads and scans at once, rounded up to the chunk
-    (a tile holds whole chunks; 0: one chunk). lookback (hierarchical names with
+    (a tile holds whole chunks; 0: one chunk). forward_split: the warps of the
+    time-split forward programs, 0 for ``split``'s; their tiles hold ``tile_rows *
+    forward_split / split`` rows, so that a thread holds as many elements as in the
+    backward (the checkpoints are per chunk, so the two directions' tiles may differ: the
+    forward's registers, a third of the backward's, leave room for twice the warps).
+    lookback (hierarchical names with
     ``grouped_prefix`` only): 2 runs the chained kernels (one-warp runs, walked twice) with a
     look-back over run summaries instead of the chain; 0: the three passes (or the chained
     ones). tma (time-split programs only): 0 loads a tile row by row through pointers (the
@@ -181,6 +191,7 @@ class Tile:
     prefetch: int = 0
     split: int = 0
     tile_rows: int = 0
+    forward_split: int = 0
     lookback: int = 0
     tma: int = 0
 
@@ -295,10 +306,10 @@ def parse_tile_override(text: str) -> dict[str, int]:
                     f"{TILE_ENV}: lookback must be 0 or {LOOKBACK_RUNS} (the look-back over run "
                     f"summaries), got {value}"
                 )
-        elif key == "split":
+        elif key in ("split", "fwd_split"):
             if value != 0 and not (power_of_two and value <= 32):
                 raise ValueError(
-                    f"{TILE_ENV}: split must be 0 or a power of two in 1..32, got {value}"
+                    f"{TILE_ENV}: {key} must be 0 or a power of two in 1..32, got {value}"
                 )
         elif key == "tile_rows":
             if value != 0 and not power_of_two:

@@ -184,22 +184,27 @@ class _Geometry:
         return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
 
     def split_flags(
-        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype
+        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype, backward: bool
     ) -> dict[str, Any]:
         """The constexprs and launch options of the time-split sequential kernels: a tile of
         TILE rows in SEGMENTS segments, as many as put ``COLUMNS_PER_THREAD`` (one) tile
         column on every thread of the ``split`` warps (each warp holds whole segments, and
-        a thread all the rows of its column). With ``shared_sfu``, inputs of a 16-bit
+        a thread all the rows of its column); the forward with ``forward_split`` warps, if
+        set, and tiles as many times longer. With ``shared_sfu``, inputs of a 16-bit
         ``dtype`` take their gates' sigmoids from ``tanh.approx`` (``chunk.TANH_SIGMOID``)."""
-        rows = max(self.tile.tile_rows, config.chunk)
         warps = self.tile.split
+        rows = self.tile.tile_rows
+        if self.tile.forward_split and not backward:
+            warps = self.tile.forward_split
+            rows = rows * warps // self.tile.split
+        rows = max(rows, config.chunk)
         columns = warps * CHANNELS_PER_WARP * COLUMNS_PER_THREAD
         segments = min(rows, max(1, columns // self.tile.block_r))
         elements = rows * self.tile.block_r // (warps * CHANNELS_PER_WARP)
         if elements > MAX_ELEMENTS_PER_THREAD:
             raise ValueError(
                 f"{TILE_ENV}: a tile of {rows} rows (tile_rows, at least the chunk) of "
-                f"block_r={self.tile.block_r} channels on split={warps} warps gives each "
+                f"block_r={self.tile.block_r} channels on {warps} warps gives each "
                 f"thread {elements} elements of every input ({rows // segments} rows); at most "
                 f"{MAX_ELEMENTS_PER_THREAD}: raise split, or lower block_r or tile_rows"
             )
@@ -284,7 +289,9 @@ def launch_forward(
         # Time-split programs (split.py) unless the tile asks for the one-warp row walk.
         if geo.tile.split:
             kernel = split.forward_split_kernel
-            flags = geo.split_flags(config, has_resets=reset is not None, dtype=u.dtype)
+            flags = geo.split_flags(
+                config, has_resets=reset is not None, dtype=u.dtype, backward=False
+            )
             u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = pointers
             (u_, gate_x_, gate_a_, y_, reset_), load_flags = tile_sources(
                 (u_, gate_x_, gate_a_, y_, reset_), geo.tile.tma, flags["TILE"], geo.tile.block_r
@@ -482,7 +489,9 @@ def launch_backward(
         saved_: Any = saved
         if geo.tile.split:
             kernel = split.backward_split_kernel
-            flags = geo.split_flags(config, has_resets=reset is not None, dtype=u.dtype)
+            flags = geo.split_flags(
+                config, has_resets=reset is not None, dtype=u.dtype, backward=True
+            )
             scratch_rows: tuple[torch.Tensor, ...] = ()
             # Without fused_write the saved states are a [B, L, R] input tiled like the rest.
             tiled = (u_, gate_x_, gate_a_, y_, reset_, grad_output, saved)
