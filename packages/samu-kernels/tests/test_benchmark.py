@@ -20,6 +20,7 @@ from samu_kernels.benchmark import (
 )
 from samu_kernels.benchmark_steps import scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
+from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.sweep_grid import sweep_tiles
 
@@ -46,9 +47,11 @@ SAMU_SEQUENTIAL = "fused_output_fused_write_shared_sfu_chunk32"
 def test_sweep_tasks_cover_every_reference_backend_and_shape_from_the_heuristic() -> None:
     tasks = sweep_tasks(H200_SMS)
     for shape in REFERENCE_SHAPES.values():
-        for architecture, backend, _ in REFERENCE_FILE_ROWS:
+        for architecture, backend, controller in REFERENCE_FILE_ROWS:
             mine = [t for t in tasks if t.shape == shape and t.backend == backend]
-            tiles = sweep_tiles(backend, shape, H200_SMS)
+            tiles = sweep_tiles(
+                backend, shape, H200_SMS, tma_loads=controller == FUSED_COORDS_CONTROLLER
+            )
             assert [t.geometry for t in mine] == [format_tile(tile) for tile in tiles]
             assert {t.architecture for t in mine} == {architecture}
 

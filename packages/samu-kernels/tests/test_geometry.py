@@ -24,6 +24,7 @@ from samu_kernels.common.geometry import (
     heuristic_tile,
     parse_tile_override,
 )
+from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.sweep_grid import MAX_GEOMETRIES, sweep_tiles
 
 H200_SMS = 132
@@ -166,14 +167,47 @@ def test_the_forward_may_take_its_own_warps(
     # fwd_split: the forward's programs get twice the warps on tiles twice as long (the same
     # 16 elements per thread); the backward keeps split and tile_rows.
     monkeypatch.setenv(TILE_ENV, "block_r=16,split=4,tile_rows=128,fwd_split=8")
-    config = launch.scan_config(
-        parse_backend(DEFAULT_BACKENDS["samu"]), launch.GateMode.SAMU, launch.OutMode.Y_H_SKIP
-    )
+    config = _samu_default_config()
     u = torch.empty(1, 1024, 64, dtype=torch.bfloat16)
     flags = launch._Geometry.of(u, config).split_flags(
         config, has_resets=False, dtype=u.dtype, backward=backward
     )
     assert (flags["num_warps"], flags["TILE"], flags["SEGMENTS"]) == (warps, rows, warps * 2)
+
+
+@pytest.mark.parametrize(
+    ("tile", "expected"),
+    [
+        # Half the warps on half the tile: segments of 8 rows in both directions.
+        ("block_r=16,split=4,tile_rows=64,fwd_split=2", (2, 32, 4)),
+        ("block_r=16,split=4,tile_rows=0,fwd_split=8", (8, 64, 16)),  # the chunk's tile
+    ],
+)
+def test_the_forward_keeps_the_backwards_segments(
+    tile: str, expected: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Segments of the backward's rows make the forward's states the backward's, bit for bit.
+    monkeypatch.setenv(TILE_ENV, tile)
+    geometry = launch._Geometry.of(torch.empty(1, 1024, 64), _samu_default_config())
+    assert geometry.split_layout(_samu_default_config(), backward=False) == expected
+
+
+def test_a_forward_tile_shorter_than_the_chunk_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # fwd_split=2 of split=4 would halve the chunk's 32 rows: segments of other lengths.
+    monkeypatch.setenv(TILE_ENV, "block_r=16,split=4,tile_rows=32,fwd_split=2")
+    config = _samu_default_config()
+    geometry = launch._Geometry.of(torch.empty(1, 1024, 64), config)
+    assert geometry.split_layout(config, backward=True) == (4, 32, 8)
+    with pytest.raises(ValueError, match=rf"{TILE_ENV}: fwd_split=2 .* raise fwd_split"):
+        geometry.split_layout(config, backward=False)
+
+
+def _samu_default_config() -> launch.ScanConfig:
+    return launch.scan_config(
+        parse_backend(DEFAULT_BACKENDS["samu"]), launch.GateMode.SAMU, launch.OutMode.Y_H_SKIP
+    )
 
 
 def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +286,8 @@ def test_bad_override_is_refused(text: str, message: str) -> None:
 def test_sweep_grid_is_small_and_starts_at_the_heuristic(
     architecture: str, backend: str, controller: str | None, shape: tuple[int, int, int]
 ) -> None:
-    tiles = sweep_tiles(backend, shape, H200_SMS)
+    fused_gates = controller == FUSED_COORDS_CONTROLLER
+    tiles = sweep_tiles(backend, shape, H200_SMS, tma_loads=fused_gates)
     assert 4 <= len(tiles) <= MAX_GEOMETRIES
     assert len(set(tiles)) == len(tiles)
     spec = parse_backend(backend)
@@ -263,4 +298,8 @@ def test_sweep_grid_is_small_and_starts_at_the_heuristic(
         hierarchical=spec.hierarchical,
         multiprocessors=H200_SMS,
         light_passes=spec.fused,
+        tma_loads=fused_gates,
     )
+    if not spec.hierarchical:  # the time-split neighbours keep the default's loads
+        assert all(tile.tma == tiles[0].tma for tile in tiles)
+        assert any(tile.split == 0 for tile in tiles)  # and the row walk is among them

@@ -209,6 +209,8 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
     [
         "block_r=32,split=4,tile_rows=32",  # 8 rows per segment, 4 segments
         "block_r=16,split=4,tile_rows=128",  # 16 rows per segment, 8 segments
+        # The forward on 8 warps and tiles of 256 rows, the backward on 4 and 128.
+        "block_r=16,split=4,tile_rows=128,fwd_split=8",
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])

@@ -56,6 +56,7 @@ from samu_kernels import FAST_MATH_ENABLED, TANH_SIGMOID_ENABLED
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
 from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
+from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.sweep_grid import sweep_tiles
 
@@ -228,8 +229,10 @@ def sweep_tasks(multiprocessors: int) -> list[CompileTask]:
     return [
         CompileTask(architecture, backend, shape, format_tile(tile))
         for shape in REFERENCE_SHAPES.values()
-        for architecture, backend, _ in REFERENCE_FILE_ROWS
-        for tile in sweep_tiles(backend, shape, multiprocessors)
+        for architecture, backend, controller in REFERENCE_FILE_ROWS
+        for tile in sweep_tiles(
+            backend, shape, multiprocessors, tma_loads=controller == FUSED_COORDS_CONTROLLER
+        )
     ]
 
 

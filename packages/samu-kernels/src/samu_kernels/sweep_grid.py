@@ -10,7 +10,8 @@ more programs), the L2 prefetch they do not use by default (``prefetch=1``) and 
 chained passes (``chained=1``, also with runs twice as long: half the hops in series, when
 the grid has room). The sequential backends' time-split programs (``split.py``) get twice and
 half the warps on the same tile, the forward alone with twice the warps (``fwd_split``: its
-registers, under half the backward's, leave room for them), tiles twice and half as long
+registers, under half the backward's, leave room for them; where its tiles still fit one
+Tensor Memory Accelerator box), tiles twice and half as long
 at the same elements per thread, a tile half as long on the same warps (half the elements
 per thread: the SAMU
 backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
@@ -26,13 +27,17 @@ from dataclasses import replace
 
 from samu_kernels.backends import parse_backend
 from samu_kernels.common.geometry import MIN_BLOCK_R, Tile, heuristic_tile
+from samu_kernels.common.launch import TMA_BOX_LIMIT
 
-MAX_GEOMETRIES = 10
+MAX_GEOMETRIES = 11
 
 
-def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int) -> list[Tile]:
+def sweep_tiles(
+    backend: str, shape: tuple[int, int, int], multiprocessors: int, *, tma_loads: bool = False
+) -> list[Tile]:
     """Up to MAX_GEOMETRIES distinct tiles for ``backend`` on ``shape`` [B, L, R], the
-    heuristic's first."""
+    heuristic's first; ``tma_loads`` as the launcher passes it (SAMU's fused gates), so that
+    every time-split geometry loads its tiles as the default does."""
     spec = parse_backend(backend)
     if spec.chunk is None:
         raise ValueError(f"backend must be a Triton backend, got {backend!r}")
@@ -48,6 +53,7 @@ def sweep_tiles(backend: str, shape: tuple[int, int, int], multiprocessors: int)
             hierarchical=spec.hierarchical,
             multiprocessors=multiprocessors,
             light_passes=light_passes,
+            tma_loads=tma_loads,
         )
 
     base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
@@ -78,7 +84,7 @@ def _split_neighbours(base: Tile) -> list[Tile]:
     rows, warps, block_r = base.tile_rows, base.split, base.block_r
     return [
         replace(base, split=2 * warps),
-        replace(base, forward_split=2 * warps),
+        *([replace(base, forward_split=2 * warps)] if 2 * rows <= TMA_BOX_LIMIT else []),
         replace(base, split=max(1, warps // 2)),
         replace(base, tile_rows=2 * rows, split=2 * warps),
         replace(base, tile_rows=max(1, rows // 2), split=max(1, warps // 2)),

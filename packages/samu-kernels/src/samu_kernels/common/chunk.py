@@ -99,9 +99,9 @@ _Q3 = _one_minus_exp2_twice_coefficient(3)
 _Q4 = _one_minus_exp2_twice_coefficient(4)
 _Q5 = _one_minus_exp2_twice_coefficient(5)
 _POLYNOMIAL_FROM: tl.constexpr = tl.constexpr(-0.3 / (2.0 * math.log(2.0)))
-# The 16-bit inputs' form (SFU_TANH_SIGMOIDS): degree 3 and t > -1/32 (|z| < 0.044), the
+# The 16-bit inputs' form (SFU_TANH_SIGMOIDS): degree 2 and t > -1/32 (|z| < 0.044), the
 # truncation under 4e-6 relative (z^3 / 24) and 1 - a*a beyond it amplifying a's 2-ulp
-# error at most 2 a^2 / (1 - a^2) = 45 times (5e-6): m = sqrt(1 - a^2) within 3e-6, under
+# error at most 2 a^2 / (1 - a^2) = 45 times (5.4e-6): m = sqrt(1 - a^2) within 3e-6, under
 # the tanh sigmoids' own error (2.5e-4 absolute in the gate) and bf16's rounding (2^-9).
 _SHORT_POLYNOMIAL_FROM: tl.constexpr = tl.constexpr(-1.0 / 32.0)
 
@@ -203,7 +203,7 @@ def _one_minus_exp2_twice(t, exp2_t):
 @triton.jit
 def _one_minus_exp2_twice_short(t, exp2_t):
     """:func:`_one_minus_exp2_twice` to the 16-bit inputs' accuracy (``_SHORT_POLYNOMIAL_FROM``):
-    a polynomial of degree 3 over a shorter range, three instructions fewer."""
+    t times a polynomial of degree 2 over a shorter range, three instructions fewer."""
     p = _Q1 + t * _Q2
     p = _Q0 + t * p
     return tl.where(t > _SHORT_POLYNOMIAL_FROM, t * p, 1.0 - exp2_t * exp2_t)

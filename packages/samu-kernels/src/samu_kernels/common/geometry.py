@@ -170,7 +170,7 @@ class Tile:
     time-split forward programs, 0 for ``split``'s; their tiles hold ``tile_rows *
     forward_split / split`` rows, so that a thread holds as many elements as in the
     backward (the checkpoints are per chunk, so the two directions' tiles may differ: the
-    forward's registers, a third of the backward's, leave room for twice the warps).
+    forward's registers, under half the backward's, leave room for twice the warps).
     lookback (hierarchical names with
     ``grouped_prefix`` only): 2 runs the chained kernels (one-warp runs, walked twice) with a
     look-back over run summaries instead of the chain; 0: the three passes (or the chained

@@ -140,6 +140,12 @@ def _multiprocessors(device: torch.device) -> int:
     return 4  # the interpreter: small tiles, several channel blocks
 
 
+def _segments(warps: int, rows: int, block_r: int) -> int:
+    """Segments of a time-split tile of ``rows`` rows and ``block_r`` channels on ``warps``
+    warps: one tile column per thread, at most one row each."""
+    return min(rows, max(1, warps * CHANNELS_PER_WARP * COLUMNS_PER_THREAD // block_r))
+
+
 @dataclass(frozen=True)
 class _Geometry:
     """Sizes of one launch: the problem, its chunks and runs, and the tile."""
@@ -183,31 +189,50 @@ class _Geometry:
             return like
         return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
 
-    def split_flags(
-        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype, backward: bool
-    ) -> dict[str, Any]:
-        """The constexprs and launch options of the time-split sequential kernels: a tile of
-        TILE rows in SEGMENTS segments, as many as put ``COLUMNS_PER_THREAD`` (one) tile
-        column on every thread of the ``split`` warps (each warp holds whole segments, and
-        a thread all the rows of its column); the forward with ``forward_split`` warps, if
-        set, and tiles as many times longer. With ``shared_sfu``, inputs of a 16-bit
-        ``dtype`` take their gates' sigmoids from ``tanh.approx`` (``chunk.TANH_SIGMOID``)."""
+    def split_layout(self, config: ScanConfig, *, backward: bool) -> tuple[int, int, int]:
+        """(warps, TILE rows, SEGMENTS) of the time-split programs of one direction: tiles of
+        ``tile_rows`` (at least the chunk) on ``split`` warps, in as many segments as put
+        ``COLUMNS_PER_THREAD`` (one) tile column on every thread (each warp holds whole
+        segments, and a thread all the rows of its column); the forward, with
+        ``forward_split``, on that many warps and tiles as many times longer, so that its
+        segments have the backward's rows and its states (the checkpoints the backward
+        starts from, then recomputed) are the backward's bit for bit. Raises ValueError
+        naming ``SAMU_KERNELS_TILE`` where a thread would hold more than
+        MAX_ELEMENTS_PER_THREAD elements of an input or the two directions' segments would
+        differ."""
         warps = self.tile.split
-        rows = self.tile.tile_rows
+        rows = max(self.tile.tile_rows, config.chunk)
+        segments = _segments(warps, rows, self.tile.block_r)
         if self.tile.forward_split and not backward:
+            backward_rows = rows // segments
             warps = self.tile.forward_split
             rows = rows * warps // self.tile.split
-        rows = max(rows, config.chunk)
-        columns = warps * CHANNELS_PER_WARP * COLUMNS_PER_THREAD
-        segments = min(rows, max(1, columns // self.tile.block_r))
+            segments = _segments(warps, rows, self.tile.block_r)
+            if rows < config.chunk or rows // segments != backward_rows:
+                raise ValueError(
+                    f"{TILE_ENV}: fwd_split={warps} gives the forward segments of "
+                    f"{rows // segments} rows in tiles of {rows}, the backward's have "
+                    f"{backward_rows} and a tile holds whole chunks of {config.chunk}: raise "
+                    "fwd_split or tile_rows"
+                )
         elements = rows * self.tile.block_r // (warps * CHANNELS_PER_WARP)
         if elements > MAX_ELEMENTS_PER_THREAD:
             raise ValueError(
                 f"{TILE_ENV}: a tile of {rows} rows (tile_rows, at least the chunk) of "
-                f"block_r={self.tile.block_r} channels on {warps} warps gives each "
-                f"thread {elements} elements of every input ({rows // segments} rows); at most "
-                f"{MAX_ELEMENTS_PER_THREAD}: raise split, or lower block_r or tile_rows"
+                f"block_r={self.tile.block_r} channels on {warps} warps (split, or the "
+                f"forward's fwd_split) gives each thread {elements} elements of every input "
+                f"({rows // segments} rows); at most {MAX_ELEMENTS_PER_THREAD}: raise split, "
+                "or lower block_r or tile_rows"
             )
+        return warps, rows, segments
+
+    def split_flags(
+        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype, backward: bool
+    ) -> dict[str, Any]:
+        """The constexprs and launch options of the time-split sequential kernels of one
+        direction (:meth:`split_layout`). With ``shared_sfu``, inputs of a 16-bit ``dtype``
+        take their gates' sigmoids from ``tanh.approx`` (``chunk.TANH_SIGMOID``)."""
+        warps, rows, segments = self.split_layout(config, backward=backward)
         return {
             "GATE_MODE": int(config.gate_mode),
             "OUT_MODE": int(config.out_mode),
