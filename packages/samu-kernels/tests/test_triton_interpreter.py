@@ -22,6 +22,7 @@ from kernel_cases import (
     run,
     saturate,
 )
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import samu_kernels
 from samu_kernels.backends import REFERENCE_FILE_ROWS
@@ -429,3 +430,18 @@ def test_which_tensors_the_accelerator_can_load(
         pytest.skip("no Tensor Memory Accelerator before compute capability 9")
     storage = torch.zeros(offset + math.prod(shape), dtype=dtype, device=device)
     assert tma_loadable(storage[offset:].view(shape), rows, 16) is loadable
+
+
+def test_launches_traced_by_torch_compile_load_through_pointers(device: torch.device) -> None:
+    # torch.compile traces the launches with fake tensors, and its graph cannot hold host-side
+    # tensor descriptors (torch 2.11: Inductor hashes their fake base tensors).
+    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
+        pytest.skip("no Tensor Memory Accelerator before compute capability 9")
+    shape = (2, 48, 32)
+    _, flags = launch.tile_sources((torch.zeros(shape, device=device),), 3, 32, 16)
+    assert flags["DESCRIBED"]
+    with FakeTensorMode():
+        fake = torch.zeros(shape, device=device)
+        sources, flags = launch.tile_sources((fake,), 3, 32, 16)
+    assert not flags["DESCRIBED"]
+    assert sources[0] is fake

@@ -695,10 +695,12 @@ def tile_sources(
     them through pointers, ``tiles.load_tile_boxes``), and ``DESCRIBED`` with
     ``TILE_STAGES`` = ``stages``; otherwise the tensors themselves, loaded through
     pointers, and no pipeline depth for the tile loop (``TILE_STAGES`` None: Triton's
-    default).
+    default). A launch traced by ``torch.compile`` (fake tensors) takes pointers: its graph
+    cannot hold host-side descriptors (Inductor hashes their fake base tensors, torch 2.11).
     """
     tiled = [t for t in tensors if t.dim() == 3]
-    if stages and all(tma_loadable(t, rows, block_r) for t in tiled):
+    traced = any(is_fake(t) for t in tensors)
+    if stages and not traced and all(tma_loadable(t, rows, block_r) for t in tiled):
         boxes = tuple(
             TensorDescriptor.from_tensor(t, [1, rows, block_r]) if t.dim() == 3 else t
             for t in tensors
