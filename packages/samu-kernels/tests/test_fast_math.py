@@ -94,3 +94,4 @@ def test_only_16_bit_inputs_of_shared_sfu_names_get_tanh_sigmoids(
         config, has_resets=False, dtype=dtype, backward=False
     )
     assert flags["SHARED_SFU"] == expected
+    assert type(flags["SHARED_SFU"]) is int  # torch.compile writes it into Python source

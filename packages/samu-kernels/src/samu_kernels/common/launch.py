@@ -240,7 +240,8 @@ class _Geometry:
             "TILE": rows,
             "SEGMENTS": segments,
             "BLOCK_R": self.tile.block_r,
-            "SHARED_SFU": SFU_TANH_SIGMOIDS
+            # A plain int: torch.compile writes the launch's constants into Python source.
+            "SHARED_SFU": SFU_TANH_SIGMOIDS.value
             if config.shared_sfu and TANH_SIGMOID and dtype.itemsize == 2
             else int(config.shared_sfu),
             "HAS_RESETS": has_resets,
