@@ -77,6 +77,20 @@ def test_sequential_tiles_of_the_reference_shapes(
     assert (tile.block_r, tile.split, tile.tile_rows) == expected
 
 
+@pytest.mark.parametrize(
+    ("shape", "forward_split"),
+    [((4, 2048, 2048), 8), ((1, 8192, 2560), 8), ((1, 32768, 2048), 0)],
+)
+def test_samu_forwards_take_twice_the_warps_where_the_backward_takes_four(
+    shape: tuple[int, int, int], forward_split: int
+) -> None:
+    # H100 A/B of 2026-12-05: 0.98x / 0.99x on the short / medium shapes (the long shape's
+    # programs have an SM each, on 8 warps); RG-LRU's gates keep the backward's warps.
+    samu = heuristic_tile(*shape, 32, hierarchical=False, multiprocessors=132, tma_loads=True)
+    assert samu.forward_split == forward_split
+    assert heuristic_tile(*shape, 16, hierarchical=False, multiprocessors=132).forward_split == 0
+
+
 def test_long_chunks_get_a_tile_each() -> None:
     tile = heuristic_tile(1, 32768, 2048, 256, hierarchical=False, multiprocessors=H200_SMS)
     assert (tile.tile_rows, tile.split) == (256, 8)  # one chunk, 32 rows per warp

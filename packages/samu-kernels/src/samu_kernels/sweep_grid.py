@@ -11,7 +11,8 @@ chained passes (``chained=1``, also with runs twice as long: half the hops in se
 the grid has room). The sequential backends' time-split programs (``split.py``) get twice and
 half the warps on the same tile, the forward alone with twice the warps (``fwd_split``: its
 registers, under half the backward's, leave room for them; where its tiles still fit one
-Tensor Memory Accelerator box), tiles twice and half as long
+Tensor Memory Accelerator box) or, where the heuristic gives it that, with the backward's,
+tiles twice and half as long
 at the same elements per thread, a tile half as long on the same warps (half the elements
 per thread: the SAMU
 backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
@@ -84,7 +85,11 @@ def _split_neighbours(base: Tile) -> list[Tile]:
     rows, warps, block_r = base.tile_rows, base.split, base.block_r
     return [
         replace(base, split=2 * warps),
-        *([replace(base, forward_split=2 * warps)] if 2 * rows <= TMA_BOX_LIMIT else []),
+        *(
+            [replace(base, forward_split=0 if base.forward_split else 2 * warps)]
+            if base.forward_split or 2 * rows <= TMA_BOX_LIMIT
+            else []
+        ),
         replace(base, split=max(1, warps // 2)),
         replace(base, tile_rows=2 * rows, split=2 * warps),
         replace(base, tile_rows=max(1, rows // 2), split=max(1, warps // 2)),

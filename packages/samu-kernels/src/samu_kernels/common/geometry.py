@@ -104,6 +104,12 @@ rows per tile keep more loads in flight (SAMU default on [1, 32768, 2048], 16 el
 thread: 256-row tiles of 8 warps 0.932 ms, of 16 warps at 8 elements 1.336 ms)."""
 MAX_SPLIT = 16
 """Most warps of a time-split program."""
+FORWARD_SPLIT_WARPS = 8
+"""Warps of the time-split forward programs of SAMU's fused gates where the backward's take
+SPLIT_WARPS (``Tile.forward_split``): the forward's ~100 registers fit two 8-warp programs per
+SM where the backward's ~240 fit two of 4. H100, 2026-12-05 (docs/performance.md, "The 16-bit
+gate form and fwd_split, timed"): the SAMU default 0.98x / 0.99x the time on the short /
+medium reference shapes; RG-LRU's time split 1.01x / 1.05x, so it keeps SPLIT_WARPS."""
 LOOKBACK_RUNS = 2
 """``Tile.lookback`` for the chained kernels with a look-back over run summaries instead of
 the chain: a one-warp program walks its run for the summary, looks back, walks it again.
@@ -232,7 +238,8 @@ def heuristic_tile(
     SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
     ahead into L2. ``tma_loads`` (SAMU's fused gates) loads their tiles through the Tensor
-    Memory Accelerator, TMA_STAGES tiles in flight.
+    Memory Accelerator, TMA_STAGES tiles in flight, and gives their forward
+    FORWARD_SPLIT_WARPS warps where the backward takes SPLIT_WARPS.
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -249,7 +256,7 @@ def heuristic_tile(
         if light_passes and block_r == CHANNELS_PER_WARP < width:
             block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
             chunks_per_program *= LIGHT_PASS_CHANNELS_PER_THREAD
-    split = tile_rows = 0
+    split = tile_rows = forward_split = 0
     if not hierarchical:
         filled = batch * -(-width // CHANNELS_PER_WARP) >= multiprocessors
         block_r = CHANNELS_PER_WARP if filled else MIN_BLOCK_R
@@ -259,6 +266,8 @@ def heuristic_tile(
         per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // block_r  # rows
         tile_rows = max(chunk, warps * per_warp)
         split = min(MAX_SPLIT, tile_rows // per_warp)
+        if tma_loads and split == SPLIT_WARPS:
+            forward_split = FORWARD_SPLIT_WARPS
     return Tile(
         block_r=block_r,
         num_warps=1,
@@ -269,6 +278,7 @@ def heuristic_tile(
         prefetch=0 if hierarchical else SEQUENTIAL_PREFETCH,
         split=split,
         tile_rows=tile_rows,
+        forward_split=forward_split,
         tma=TMA_STAGES if tma_loads and not hierarchical else 0,
     )
 
