@@ -94,4 +94,6 @@ def test_only_16_bit_inputs_of_shared_sfu_names_get_tanh_sigmoids(
         config, has_resets=False, dtype=dtype, backward=False
     )
     assert flags["SHARED_SFU"] == expected
-    assert type(flags["SHARED_SFU"]) is int  # torch.compile writes it into Python source
+    # torch.compile writes a launch's constants into Python source: plain values only (a
+    # tl.constexpr became `constexpr[2]` there, a NameError).
+    assert all(type(value) in (int, bool) for value in flags.values())
