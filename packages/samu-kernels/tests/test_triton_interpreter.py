@@ -148,12 +148,12 @@ def record_shared_sfu(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.filterwarnings("ignore:overflow encountered in exp:RuntimeWarning")
-@pytest.mark.parametrize("saturated", [False, True])
 @pytest.mark.parametrize(
-    ("architecture", "backend", "controller"),
+    ("architecture", "backend", "controller", "saturated"),
     [
-        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords"),
-        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None),
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", False),
+        ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", True),
+        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, False),
     ],
 )
 def test_tanh_sigmoids_match_reference_bfloat16(
@@ -296,6 +296,15 @@ def runs_looking_back(chunks: int) -> str:
             "split=1,block_r=16,tile_rows=16,fwd_split=2",
         ),
         ("rglru", "fused_chunk8", None, "split=2,tile_rows=16,fwd_split=4"),
+        # 8-channel programs over 19 channels (the last block of 3), tiles through the
+        # accelerator's smallest box row, 16 bytes of bf16 (here fp32: 32).
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "block_r=8,split=1,tile_rows=16,tma=3",
+        ),
+        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, "block_r=8,split=2"),
         ("samu", "fused_output_fused_write_chunk8", "fp32_fused_coords", "split=0"),
         ("rglru", "fused_chunk8", None, "split=0"),
     ],
@@ -311,6 +320,17 @@ def test_geometry_override(
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.parametrize("tile", ["block_r=8,split=0", "block_r=8,split=2"])
+def test_eight_channel_programs_need_time_split_kernels(
+    tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    monkeypatch.setenv(TILE_ENV, tile)
+    backend = "chunk16" if "split=0" in tile else "hierarchical_chunk8"
+    problem = make_problem("samu", (1, 24, 16), torch.float32, device, resets=False, h0=False)
+    with pytest.raises(ValueError, match=rf"{TILE_ENV}: block_r=8 needs time-split programs"):
+        run(problem, backend, "fp32_fused_coords")
 
 
 def test_too_many_elements_per_thread_are_refused(
@@ -392,6 +412,21 @@ def test_tiles_through_descriptors_equal_pointer_loads(
     problem = make_problem(architecture, shape, torch.float32, device, resets=resets, h0=True)
     assert_tma_loads_agree(
         problem, backend, controller, "split=1,block_r=16,tile_rows=16", monkeypatch
+    )
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_eight_channel_boxes_equal_pointer_loads(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # Boxes of 8 channels (32-byte rows in fp32), the last of 20 channels half outside R.
+    problem = make_problem("samu", (1, 40, 20), torch.float32, device, resets=True, h0=True)
+    assert_tma_loads_agree(
+        problem,
+        samu_kernels.DEFAULT_BACKENDS["samu"],
+        "fp32_fused_coords",
+        "split=1,block_r=8,tile_rows=16",
+        monkeypatch,
     )
 
 

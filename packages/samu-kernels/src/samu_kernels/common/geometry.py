@@ -9,7 +9,8 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="lookback=2"
     SAMU_KERNELS_TILE="tma=3"
 
-``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
+``block_r`` (channels per program, a power of two >= 16; >= 8 for the time-split programs,
+``split`` > 0), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
 pipeline depth of the chunk loops, >= 1), ``chunks`` (consecutive chunks one program of
 a hierarchical pass covers, >= 1), ``unroll`` (rows of a chunk unrolled at a time, a
@@ -44,6 +45,12 @@ MAX_PREFIX_TILE_ELEMENTS = 2048
 
 MIN_BLOCK_R = 16
 """Fewest channels per program (half a warp) for narrow problems."""
+MIN_SPLIT_BLOCK_R = 8
+"""Fewest channels per time-split program (``split`` > 0, an override only): its tiles are cut
+into segments across threads, so 8 channels still fill a warp, and a row of 8 bf16 channels is
+the Tensor Memory Accelerator's smallest box row (16 bytes). Twice the programs of
+MIN_BLOCK_R: on [1, 8192, 2560], 160 programs of 16 channels leave 28 of 132 SMs two each
+(docs/performance.md, "the grid probe")."""
 CHANNELS_PER_WARP = 32
 """One channel per thread: the scan kernels' rows are 1-D [BLOCK_R] vectors."""
 WARPS_PER_SM = 16
@@ -301,8 +308,11 @@ def parse_tile_override(text: str) -> dict[str, int]:
         except ValueError:
             raise ValueError(f"{TILE_ENV}: {key} must be an integer, got {raw!r}") from None
         power_of_two = value > 0 and value & (value - 1) == 0
-        if key == "block_r" and not (power_of_two and value >= MIN_BLOCK_R):
-            raise ValueError(f"{TILE_ENV}: block_r must be a power of two >= 16, got {value}")
+        if key == "block_r" and not (power_of_two and value >= MIN_SPLIT_BLOCK_R):
+            raise ValueError(
+                f"{TILE_ENV}: block_r must be a power of two >= {MIN_SPLIT_BLOCK_R} (>= "
+                f"{MIN_BLOCK_R} unless the programs split time, split > 0), got {value}"
+            )
         if key == "unroll" and not power_of_two:
             raise ValueError(f"{TILE_ENV}: unroll must be a power of two, got {value}")
         if key in ("warps", "bwd_warps") and not (power_of_two and value <= 32):

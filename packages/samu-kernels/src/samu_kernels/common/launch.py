@@ -171,6 +171,11 @@ class _Geometry:
             light_passes=config.gate_mode == GateMode.RGLRU,
             tma_loads=config.gate_mode == GateMode.SAMU,
         )
+        if tile.block_r < MIN_BLOCK_R and (config.hierarchical or not tile.split):
+            raise ValueError(
+                f"{TILE_ENV}: block_r={tile.block_r} needs time-split programs (split > 0 and "
+                f"a name without hierarchical); the others take block_r >= {MIN_BLOCK_R}"
+            )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
             batch,
