@@ -91,7 +91,7 @@ def test_only_16_bit_inputs_of_shared_sfu_names_get_tanh_sigmoids(
     )
     u = torch.empty(1, 64, 32, dtype=dtype)
     flags = launch._Geometry.of(u, config).split_flags(
-        config, has_resets=False, dtype=dtype, backward=False
+        config, has_resets=False, dtype=dtype, forward_warps=True
     )
     assert flags["SHARED_SFU"] == expected
     # torch.compile writes a launch's constants into Python source: plain values only (a

@@ -174,9 +174,9 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
     }
 
 
-@pytest.mark.parametrize(("backward", "warps", "rows"), [(False, 8, 256), (True, 4, 128)])
+@pytest.mark.parametrize(("forward_warps", "warps", "rows"), [(True, 8, 256), (False, 4, 128)])
 def test_the_forward_may_take_its_own_warps(
-    backward: bool, warps: int, rows: int, monkeypatch: pytest.MonkeyPatch
+    forward_warps: bool, warps: int, rows: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # fwd_split: the forward's programs get twice the warps on tiles twice as long (the same
     # 16 elements per thread); the backward keeps split and tile_rows.
@@ -184,7 +184,7 @@ def test_the_forward_may_take_its_own_warps(
     config = _samu_default_config()
     u = torch.empty(1, 1024, 64, dtype=torch.bfloat16)
     flags = launch._Geometry.of(u, config).split_flags(
-        config, has_resets=False, dtype=u.dtype, backward=backward
+        config, has_resets=False, dtype=u.dtype, forward_warps=forward_warps
     )
     assert (flags["num_warps"], flags["TILE"], flags["SEGMENTS"]) == (warps, rows, warps * 2)
 
@@ -203,7 +203,7 @@ def test_the_forward_keeps_the_backwards_segments(
     # Segments of the backward's rows make the forward's states the backward's, bit for bit.
     monkeypatch.setenv(TILE_ENV, tile)
     geometry = launch._Geometry.of(torch.empty(1, 1024, 64), _samu_default_config())
-    assert geometry.split_layout(_samu_default_config(), backward=False) == expected
+    assert geometry.split_layout(_samu_default_config(), forward_warps=True) == expected
 
 
 def test_a_forward_tile_shorter_than_the_chunk_is_refused(
@@ -213,9 +213,9 @@ def test_a_forward_tile_shorter_than_the_chunk_is_refused(
     monkeypatch.setenv(TILE_ENV, "block_r=16,split=4,tile_rows=32,fwd_split=2")
     config = _samu_default_config()
     geometry = launch._Geometry.of(torch.empty(1, 1024, 64), config)
-    assert geometry.split_layout(config, backward=True) == (4, 32, 8)
+    assert geometry.split_layout(config, forward_warps=False) == (4, 32, 8)
     with pytest.raises(ValueError, match=rf"{TILE_ENV}: fwd_split=2 .* raise fwd_split"):
-        geometry.split_layout(config, backward=False)
+        geometry.split_layout(config, forward_warps=True)
 
 
 def _samu_default_config() -> launch.ScanConfig:

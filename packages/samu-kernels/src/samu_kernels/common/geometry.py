@@ -116,7 +116,8 @@ FORWARD_SPLIT_WARPS = 8
 SPLIT_WARPS (``Tile.forward_split``): the forward's ~100 registers fit two 8-warp programs per
 SM where the backward's ~240 fit two of 4. H100, 2026-12-05 (docs/performance.md, "The 16-bit
 gate form and fwd_split, timed"): the SAMU default 0.98x / 0.99x the time on the short /
-medium reference shapes; RG-LRU's time split 1.01x / 1.05x, so it keeps SPLIT_WARPS."""
+medium reference shapes; RG-LRU's time split 1.01x / 1.05x, so it keeps SPLIT_WARPS. Forwards
+whose tiles cannot come through the TMA keep ``split`` (``launch._Geometry.forward_sources``)."""
 LOOKBACK_RUNS = 2
 """``Tile.lookback`` for the chained kernels with a look-back over run summaries instead of
 the chain: a one-warp program walks its run for the summary, looks back, walks it again.

@@ -194,12 +194,13 @@ class _Geometry:
             return like
         return new_buffer(like, (n_programs, config.chunk, self.tile.block_r), torch.float32)
 
-    def split_layout(self, config: ScanConfig, *, backward: bool) -> tuple[int, int, int]:
+    def split_layout(self, config: ScanConfig, *, forward_warps: bool) -> tuple[int, int, int]:
         """(warps, TILE rows, SEGMENTS) of the time-split programs of one direction: tiles of
         ``tile_rows`` (at least the chunk) on ``split`` warps, in as many segments as put
         ``COLUMNS_PER_THREAD`` (one) tile column on every thread (each warp holds whole
-        segments, and a thread all the rows of its column); the forward, with
-        ``forward_split``, on that many warps and tiles as many times longer, so that its
+        segments, and a thread all the rows of its column); with ``forward_warps`` (the
+        forward's tiles through the TMA, :meth:`forward_sources`) and ``forward_split``, on
+        that many warps and tiles as many times longer, so that its
         segments have the backward's rows and its states (the checkpoints the backward
         starts from, then recomputed) are the backward's bit for bit. Raises ValueError
         naming ``SAMU_KERNELS_TILE`` where a thread would hold more than
@@ -208,7 +209,7 @@ class _Geometry:
         warps = self.tile.split
         rows = max(self.tile.tile_rows, config.chunk)
         segments = _segments(warps, rows, self.tile.block_r)
-        if self.tile.forward_split and not backward:
+        if self.tile.forward_split and forward_warps:
             backward_rows = rows // segments
             warps = self.tile.forward_split
             rows = rows * warps // self.tile.split
@@ -232,12 +233,12 @@ class _Geometry:
         return warps, rows, segments
 
     def split_flags(
-        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype, backward: bool
+        self, config: ScanConfig, *, has_resets: bool, dtype: torch.dtype, forward_warps: bool
     ) -> dict[str, Any]:
         """The constexprs and launch options of the time-split sequential kernels of one
         direction (:meth:`split_layout`). With ``shared_sfu``, inputs of a 16-bit ``dtype``
         take their gates' sigmoids from ``tanh.approx`` (``chunk.TANH_SIGMOID``)."""
-        warps, rows, segments = self.split_layout(config, backward=backward)
+        warps, rows, segments = self.split_layout(config, forward_warps=forward_warps)
         return {
             "GATE_MODE": int(config.gate_mode),
             "OUT_MODE": int(config.out_mode),
@@ -253,6 +254,23 @@ class _Geometry:
             "FULL_TILES": self.length % rows == 0,
             "num_warps": warps,
         }
+
+    def forward_sources(
+        self, config: ScanConfig, tensors: Sequence[torch.Tensor], *, has_resets: bool
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The time-split forward's tiled inputs (``tensors``: U, GATE_X, GATE_A, Y, RESET, as
+        :func:`tile_sources`) and its flags: on ``forward_split`` warps where its tiles come
+        through the TMA, else on ``split`` (pointer loads hold the next tile in registers
+        too: 153 per thread at 8 warps of the medium shape's tiles, one program per SM; the
+        forward's own warps were timed with the TMA only)."""
+        dtype = tensors[0].dtype
+        flags = self.split_flags(config, has_resets=has_resets, dtype=dtype, forward_warps=True)
+        sources, load_flags = tile_sources(tensors, self.tile.tma, flags["TILE"], self.tile.block_r)
+        if not load_flags["DESCRIBED"]:
+            flags = self.split_flags(
+                config, has_resets=has_resets, dtype=dtype, forward_warps=False
+            )
+        return sources, flags | load_flags
 
     def run_lookback(self, config: ScanConfig) -> bool:
         """Whether the chained kernels run with a look-back over run summaries instead of the
@@ -320,15 +338,11 @@ def launch_forward(
         # Time-split programs (split.py) unless the tile asks for the one-warp row walk.
         if geo.tile.split:
             kernel = split.forward_split_kernel
-            flags = geo.split_flags(
-                config, has_resets=reset is not None, dtype=u.dtype, backward=False
-            )
             u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = pointers
-            (u_, gate_x_, gate_a_, y_, reset_), load_flags = tile_sources(
-                (u_, gate_x_, gate_a_, y_, reset_), geo.tile.tma, flags["TILE"], geo.tile.block_r
+            (u_, gate_x_, gate_a_, y_, reset_), flags = geo.forward_sources(
+                config, (u_, gate_x_, gate_a_, y_, reset_), has_resets=reset is not None
             )
             pointers = [u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_]
-            flags |= load_flags
         else:
             kernel = kernels.forward_sequential_kernel
         wrap(kernel)[(geo.batch * geo.n_rb,)](
@@ -521,7 +535,7 @@ def launch_backward(
         if geo.tile.split:
             kernel = split.backward_split_kernel
             flags = geo.split_flags(
-                config, has_resets=reset is not None, dtype=u.dtype, backward=True
+                config, has_resets=reset is not None, dtype=u.dtype, forward_warps=False
             )
             scratch_rows: tuple[torch.Tensor, ...] = ()
             # Without fused_write the saved states are a [B, L, R] input tiled like the rest.
