@@ -288,8 +288,8 @@ def runs_looking_back(chunks: int) -> str:
             "fp32_fused_coords",
             "split=1,block_r=16,tile_rows=32",
         ),
-        # The forward on twice the warps (tiles of 32 and 5 rows), the backward on tiles of 16;
-        # without fused_write, the saved states read by the backward's shorter tiles.
+        # fwd_split where the tiles cannot come through the accelerator (unaligned fp32 rows,
+        # tma=0): the forward keeps split's warps (test_fwd_split_forwards_equal_... runs it).
         (
             "samu",
             "fused_output_fused_write_shared_sfu_chunk8",
@@ -297,8 +297,8 @@ def runs_looking_back(chunks: int) -> str:
             "split=1,block_r=16,tile_rows=16,fwd_split=2",
         ),
         ("rglru", "fused_chunk8", None, "split=2,tile_rows=16,fwd_split=4"),
-        # 8-channel programs over 19 channels (the last block of 3), tiles through the
-        # accelerator's smallest box row, 16 bytes of bf16 (here fp32: 32).
+        # 8-channel programs over 19 channels (the last block of 3; unaligned rows: pointers,
+        # test_eight_channel_boxes_equal_pointer_loads takes them through the accelerator).
         (
             "samu",
             "fused_output_fused_write_shared_sfu_chunk8",
@@ -427,6 +427,23 @@ def test_eight_channel_boxes_equal_pointer_loads(
         samu_kernels.DEFAULT_BACKENDS["samu"],
         "fp32_fused_coords",
         "split=1,block_r=8,tile_rows=16",
+        monkeypatch,
+    )
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_fwd_split_forwards_equal_pointer_loads(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # The forward on 2 warps and tiles of 64 rows through the accelerator, the backward on 1
+    # and 32: the same segments of 16 rows, so the same bits as the pointer loads' forward on
+    # 1 warp, and the float64 reference.
+    problem = make_problem("samu", (1, 80, 20), torch.float32, device, resets=True, h0=True)
+    assert_tma_loads_agree(
+        problem,
+        samu_kernels.DEFAULT_BACKENDS["samu"],
+        "fp32_fused_coords",
+        "split=1,block_r=16,tile_rows=16,fwd_split=2",
         monkeypatch,
     )
 

@@ -31,7 +31,7 @@ from samu_kernels.backends import parse_backend
 from samu_kernels.common.geometry import MIN_SPLIT_BLOCK_R, Tile, heuristic_tile
 from samu_kernels.common.launch import TMA_BOX_LIMIT
 
-MAX_GEOMETRIES = 12
+MAX_GEOMETRIES = 11
 
 
 def sweep_tiles(
@@ -88,7 +88,7 @@ def _split_neighbours(base: Tile) -> list[Tile]:
         replace(base, split=2 * warps),
         *(
             [replace(base, forward_split=0 if base.forward_split else 2 * warps)]
-            if base.forward_split or 2 * rows <= TMA_BOX_LIMIT
+            if base.forward_split or (base.tma and 2 * rows <= TMA_BOX_LIMIT)
             else []
         ),
         replace(base, split=max(1, warps // 2)),

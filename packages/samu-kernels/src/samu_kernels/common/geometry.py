@@ -21,8 +21,9 @@ sequential kernels only: 0 walks each chunk row by row in a one-warp program; a 
 W <= 32 splits the rows of each tile across a program of W warps, ``split.py``) and
 ``tile_rows`` (the rows of such a tile, a power of two rounded up to the chunk) and
 ``fwd_split`` (the time-split forward's own warps, 0 or a power of two <= 32: 0 takes
-``split``; else its tiles have ``tile_rows * fwd_split / split`` rows, the backward's
-elements per thread, the backward keeping ``split`` and ``tile_rows``) and
+``split``; else, where its tiles come through the TMA, its tiles have ``tile_rows *
+fwd_split / split`` rows, the backward's elements per thread, the backward keeping
+``split`` and ``tile_rows``) and
 ``lookback`` (hierarchical names with ``grouped_prefix``: 2 runs the chained kernels with a
 look-back over run summaries instead of the chain; 0: the three passes or the chained ones;
 1, a look-back launch of one register tile per program, was removed after measuring 1.5-3.9x

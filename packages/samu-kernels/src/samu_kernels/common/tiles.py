@@ -7,8 +7,9 @@ a tuple of S [SEGMENTS * BLOCK_R] vectors, *tile rows*: tile row k holds row w *
 every segment w. A thread holds ``geometry.COLUMNS_PER_THREAD`` = 1 column (the launcher
 sizes SEGMENTS for it), so S consecutive rows of it, in separate registers. Which column is
 Triton's layout: Triton 3.6 (the H200's) and 3.9 lay each vector over the program's 32 * W
-threads one column per thread, thread t column t: with BLOCK_R 32 or 16 a warp holds one
-segment or two, and its load of a tile row reads 32 consecutive channels or two runs of 16.
+threads one column per thread, thread t column t: with BLOCK_R 32, 16 or 8 a warp holds one
+segment, two or four, and its load of a tile row reads 32 consecutive channels or runs of 16
+or 8.
 The scan inside a segment is then a chain of FMAs in each thread (:func:`segment_steps`,
 :func:`states_from`, :func:`reverse_segment_steps`) with each row's neighbour at hand, and
 row k's element offsets are row 0's plus the constant k * R (an immediate of the loads and
