@@ -289,7 +289,7 @@ def runs_looking_back(chunks: int) -> str:
             "split=1,block_r=16,tile_rows=32",
         ),
         # fwd_split where the tiles cannot come through the accelerator (unaligned fp32 rows,
-        # tma=0): the forward keeps split's warps (test_fwd_split_forwards_equal_... runs it).
+        # tma=0): the forward keeps split's warps (the TMA layouts test runs fwd_split).
         (
             "samu",
             "fused_output_fused_write_shared_sfu_chunk8",
@@ -298,7 +298,7 @@ def runs_looking_back(chunks: int) -> str:
         ),
         ("rglru", "fused_chunk8", None, "split=2,tile_rows=16,fwd_split=4"),
         # 8-channel programs over 19 channels (the last block of 3; unaligned rows: pointers,
-        # test_eight_channel_boxes_equal_pointer_loads takes them through the accelerator).
+        # the TMA layouts test takes them through it).
         (
             "samu",
             "fused_output_fused_write_shared_sfu_chunk8",
@@ -417,34 +417,23 @@ def test_tiles_through_descriptors_equal_pointer_loads(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
-def test_eight_channel_boxes_equal_pointer_loads(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
+@pytest.mark.parametrize(
+    ("length", "tile"),
+    [
+        # Boxes of 8 channels (32-byte rows in fp32), the last of 20 channels half outside R.
+        (40, "split=1,block_r=8,tile_rows=16"),
+        # The forward on 2 warps and tiles of 64 rows through the accelerator, the backward on
+        # 1 and 32: the same segments of 16 rows, so the same bits as the pointer loads'
+        # forward on 1 warp.
+        (80, "split=1,block_r=16,tile_rows=16,fwd_split=2"),
+    ],
+)
+def test_time_split_layouts_through_the_tma_equal_pointer_loads(
+    length: int, tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
-    # Boxes of 8 channels (32-byte rows in fp32), the last of 20 channels half outside R.
-    problem = make_problem("samu", (1, 40, 20), torch.float32, device, resets=True, h0=True)
+    problem = make_problem("samu", (1, length, 20), torch.float32, device, resets=True, h0=True)
     assert_tma_loads_agree(
-        problem,
-        samu_kernels.DEFAULT_BACKENDS["samu"],
-        "fp32_fused_coords",
-        "split=1,block_r=8,tile_rows=16",
-        monkeypatch,
-    )
-
-
-@pytest.mark.usefixtures("poisoned_buffers")
-def test_fwd_split_forwards_equal_pointer_loads(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
-) -> None:
-    # The forward on 2 warps and tiles of 64 rows through the accelerator, the backward on 1
-    # and 32: the same segments of 16 rows, so the same bits as the pointer loads' forward on
-    # 1 warp, and the float64 reference.
-    problem = make_problem("samu", (1, 80, 20), torch.float32, device, resets=True, h0=True)
-    assert_tma_loads_agree(
-        problem,
-        samu_kernels.DEFAULT_BACKENDS["samu"],
-        "fp32_fused_coords",
-        "split=1,block_r=16,tile_rows=16,fwd_split=2",
-        monkeypatch,
+        problem, samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", tile, monkeypatch
     )
 
 
