@@ -171,6 +171,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "forward_split": 0,
         "lookback": 0,
         "tma": 0,
+        "channels": 0,
     }
 
 
@@ -224,10 +225,6 @@ def _samu_default_config() -> launch.ScanConfig:
     )
 
 
-def test_time_split_programs_may_take_eight_channels() -> None:
-    assert parse_tile_override("block_r=8,split=2") == {"block_r": 8, "split": 2}
-
-
 def test_chained_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     assert heuristic_tile(4, 2048, 2048, 16, hierarchical=True, multiprocessors=132).chained == 0
     monkeypatch.setenv(TILE_ENV, "chained=1")
@@ -275,7 +272,8 @@ def test_prefetch_distance_comes_from_the_override(monkeypatch: pytest.MonkeyPat
         ("block=64", "keys"),
         ("block_r", "keys"),
         ("block_r=48", "power of two"),
-        ("block_r=4", "power of two >= 8"),
+        ("block_r=8", "power of two >= 16"),
+        ("channels=-1", "channels must be >= 0"),
         ("warps=3", "power of two"),
         ("stages=0", ">= 1"),
         ("chunks=x", "integer"),

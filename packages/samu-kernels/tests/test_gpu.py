@@ -232,7 +232,10 @@ def test_time_split_geometries_match_the_reference(
 
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize("shape", [*REFERENCE_SHAPES.values(), (2, 1040, 296)])
-@pytest.mark.parametrize(("architecture", "backend", "controller"), TIME_SPLIT_ROWS)
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller"),
+    [row for row in TIME_SPLIT_ROWS if row[2] != "reference"],  # precomputed: pointers only
+)
 def test_tiles_through_the_tma_equal_pointer_loads(
     architecture: str,
     backend: str,

@@ -297,15 +297,15 @@ def runs_looking_back(chunks: int) -> str:
             "split=1,block_r=16,tile_rows=16,fwd_split=2",
         ),
         ("rglru", "fused_chunk8", None, "split=2,tile_rows=16,fwd_split=4"),
-        # 8-channel programs over 19 channels (the last block of 3; unaligned rows: pointers,
-        # the TMA layouts test takes them through it).
+        # Programs owning fewer channels than their lanes: 19 channels as 7 + 7 + 5.
         (
             "samu",
             "fused_output_fused_write_shared_sfu_chunk8",
             "fp32_fused_coords",
-            "block_r=8,split=1,tile_rows=16,tma=3",
+            "split=1,block_r=16,tile_rows=16,channels=7",
         ),
-        ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, "block_r=8,split=2"),
+        ("rglru", "fused_chunk8", None, "split=2,tile_rows=16,channels=7"),
+        ("samu", "fused_output_chunk8", "reference", "split=1,block_r=16,tile_rows=16,channels=7"),
         ("samu", "fused_output_fused_write_chunk8", "fp32_fused_coords", "split=0"),
         ("rglru", "fused_chunk8", None, "split=0"),
     ],
@@ -321,17 +321,6 @@ def test_geometry_override(
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
-
-
-@pytest.mark.parametrize("tile", ["block_r=8,split=0", "block_r=8,split=2"])
-def test_eight_channel_programs_need_time_split_kernels(
-    tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
-) -> None:
-    monkeypatch.setenv(TILE_ENV, tile)
-    backend = "chunk16" if "split=0" in tile else "hierarchical_chunk8"
-    problem = make_problem("samu", (1, 24, 16), torch.float32, device, resets=False, h0=False)
-    with pytest.raises(ValueError, match=rf"{TILE_ENV}: block_r=8 needs time-split programs"):
-        run(problem, backend, "fp32_fused_coords")
 
 
 def test_too_many_elements_per_thread_are_refused(
@@ -394,9 +383,8 @@ def test_chunks_longer_than_the_unrolled_rows(
     [
         # Two 32-row tiles, the last one partial; 20 channels in blocks of 16.
         ("samu", samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", (2, 48, 20), True),
-        ("rglru", "fused_fused_output_shared_sfu_chunk8", None, (2, 48, 20), True),
-        # Precomputed gates, u for the skip term, the saved states through a box.
-        ("samu", "fused_output_chunk8", "reference", (1, 40, 20), False),
+        # RG-LRU's three inputs, the saved states through a box.
+        ("rglru", "fused_shared_sfu_chunk8", None, (2, 48, 20), True),
     ],
 )
 def test_tiles_through_descriptors_equal_pointer_loads(
@@ -418,34 +406,67 @@ def test_tiles_through_descriptors_equal_pointer_loads(
 
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize(
-    ("length", "tile"),
+    "tile",
     [
-        # Boxes of 8 channels (32-byte rows in fp32), the last of 20 channels half outside R.
-        (40, "split=1,block_r=8,tile_rows=16"),
         # The forward on 2 warps and tiles of 64 rows through the accelerator, the backward on
         # 1 and 32: the same segments of 16 rows, so the same bits as the pointer loads'
         # forward on 1 warp.
-        (80, "split=1,block_r=16,tile_rows=16,fwd_split=2"),
+        "split=1,block_r=16,tile_rows=16,fwd_split=2",
+        # Programs of 12 channels on 16 lanes: boxes start 48 bytes apart, the last one
+        # half past R.
+        "split=1,block_r=16,tile_rows=16,channels=12",
     ],
 )
 def test_time_split_layouts_through_the_tma_equal_pointer_loads(
-    length: int, tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
+    tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
-    problem = make_problem("samu", (1, length, 20), torch.float32, device, resets=True, h0=True)
+    problem = make_problem("samu", (1, 80, 20), torch.float32, device, resets=True, h0=True)
     assert_tma_loads_agree(
         problem, samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", tile, monkeypatch
     )
 
 
-@pytest.mark.usefixtures("poisoned_buffers")
-def test_unaligned_rows_fall_back_to_pointer_loads(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
+@pytest.mark.parametrize(
+    ("backend", "tile"),
+    [
+        ("fused_output_fused_write_chunk8", "split=0,channels=8"),
+        ("fused_output_fused_write_grouped_prefix4_hierarchical_chunk8", "channels=8"),
+        ("fused_output_fused_write_chunk8", "split=1,block_r=16,channels=24"),
+    ],
+)
+def test_channels_need_time_split_programs_with_as_many_lanes(
+    backend: str, tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
-    # 19 fp32 channels: rows of 76 bytes, not a multiple of the accelerator's 16.
+    monkeypatch.setenv(TILE_ENV, tile)
+    problem = make_problem("samu", (1, 24, 32), torch.float32, device, resets=False, h0=False)
+    with pytest.raises(ValueError, match=rf"{TILE_ENV}: channels=\d+ needs time-split programs"):
+        run(problem, backend, "fp32_fused_coords")
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("backend", "controller", "width", "channels"),
+    [
+        # fp32 rows of 76 bytes, not a multiple of the accelerator's 16.
+        (samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", 19, 16),
+        # Programs of 10 fp32 channels: boxes would start 40 bytes apart.
+        (samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords", 20, 10),
+        # Precomputed gates (launch._Geometry.tma_stages), u for the skip term, saved states.
+        ("fused_output_chunk8", "reference", 20, 16),
+    ],
+)
+def test_pointer_loads_where_the_tma_may_not_serve(
+    backend: str,
+    controller: str,
+    width: int,
+    channels: int,
+    monkeypatch: pytest.MonkeyPatch,
+    device: torch.device,
+) -> None:
     described = record_tile_loads(monkeypatch)
-    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=16,tma=3")
-    problem = make_problem("samu", (1, 24, 19), torch.float32, device, resets=True, h0=True)
-    assert_matches_reference(problem, samu_kernels.DEFAULT_BACKENDS["samu"], "fp32_fused_coords")
+    monkeypatch.setenv(TILE_ENV, f"split=1,block_r=16,tile_rows=16,channels={channels},tma=3")
+    problem = make_problem("samu", (1, 24, width), torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
     assert described == [False, False]
 
 
@@ -471,7 +492,7 @@ def test_which_tensors_the_accelerator_can_load(
     if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
         pytest.skip("no Tensor Memory Accelerator before compute capability 9")
     storage = torch.zeros(offset + math.prod(shape), dtype=dtype, device=device)
-    assert tma_loadable(storage[offset:].view(shape), rows, 16) is loadable
+    assert tma_loadable(storage[offset:].view(shape), rows, 16, 16) is loadable
 
 
 @pytest.mark.parametrize(("tma", "warps"), [(3, 2), (0, 1)])
@@ -501,10 +522,10 @@ def test_launches_traced_by_torch_compile_load_through_pointers(device: torch.de
     if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
         pytest.skip("no Tensor Memory Accelerator before compute capability 9")
     shape = (2, 48, 32)
-    _, flags = launch.tile_sources((torch.zeros(shape, device=device),), 3, 32, 16)
+    _, flags = launch.tile_sources((torch.zeros(shape, device=device),), 3, 32, 16, 16)
     assert flags["DESCRIBED"]
     with FakeTensorMode():
         fake = torch.zeros(shape, device=device)
-        sources, flags = launch.tile_sources((fake,), 3, 32, 16)
+        sources, flags = launch.tile_sources((fake,), 3, 32, 16, 16)
     assert not flags["DESCRIBED"]
     assert sources[0] is fake

@@ -16,8 +16,7 @@ tiles twice and half as long
 at the same elements per thread, a tile half as long on the same warps (half the elements
 per thread: the SAMU
 backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
-twice and half the channels with the tile length that keeps them, half the channels on half
-the warps (twice the programs, the same tiles: down to 8 channels), and the one-warp row walk
+twice and half the channels with the tile length that keeps them, and the one-warp row walk
 they replace (``split=0``). ``chunks_per_program`` is a runtime argument (no
 recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
 the heuristic's other channels-per-thread choice (``light_passes``).
@@ -28,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from samu_kernels.backends import parse_backend
-from samu_kernels.common.geometry import MIN_SPLIT_BLOCK_R, Tile, heuristic_tile
+from samu_kernels.common.geometry import MIN_BLOCK_R, Tile, heuristic_tile
 from samu_kernels.common.launch import TMA_BOX_LIMIT
 
 MAX_GEOMETRIES = 11
@@ -96,13 +95,7 @@ def _split_neighbours(base: Tile) -> list[Tile]:
         replace(base, tile_rows=max(1, rows // 2), split=max(1, warps // 2)),
         replace(base, tile_rows=max(1, rows // 2)),
         replace(base, block_r=2 * block_r, tile_rows=max(1, rows // 2)),
-        replace(base, block_r=max(MIN_SPLIT_BLOCK_R, block_r // 2), tile_rows=2 * rows),
-        replace(
-            base,
-            block_r=max(MIN_SPLIT_BLOCK_R, block_r // 2),
-            split=max(1, warps // 2),
-            forward_split=base.forward_split // 2,
-        ),
+        replace(base, block_r=max(MIN_BLOCK_R, block_r // 2), tile_rows=2 * rows),
         replace(base, split=0),
     ]
 

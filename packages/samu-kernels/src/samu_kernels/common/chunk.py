@@ -297,10 +297,11 @@ def state_offsets(b, chunk, offs_r, R, n_chunks):
 
 
 @triton.jit
-def channel_block_start(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
+def channel_block_start(pid, R: tl.constexpr, CHANNELS: tl.constexpr):
     """First channel of program ``pid``'s block: every kernel's axis-0 program id is its
-    batch row times cdiv(R, BLOCK_R) plus its channel block."""
-    return (pid % tl.cdiv(R, BLOCK_R)) * BLOCK_R
+    batch row times cdiv(R, CHANNELS) plus its channel block of CHANNELS channels (BLOCK_R,
+    or fewer in time-split programs)."""
+    return (pid % tl.cdiv(R, CHANNELS)) * CHANNELS
 
 
 PASS_SUMMARY: tl.constexpr = tl.constexpr(0)

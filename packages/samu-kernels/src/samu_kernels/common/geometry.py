@@ -8,9 +8,9 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="fwd_split=8"
     SAMU_KERNELS_TILE="lookback=2"
     SAMU_KERNELS_TILE="tma=3"
+    SAMU_KERNELS_TILE="block_r=32,channels=20"
 
-``block_r`` (channels per program, a power of two >= 16; >= 8 for the time-split programs,
-``split`` > 0), ``warps`` / ``bwd_warps``
+``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
 pipeline depth of the chunk loops, >= 1), ``chunks`` (consecutive chunks one program of
 a hierarchical pass covers, >= 1), ``unroll`` (rows of a chunk unrolled at a time, a
@@ -30,7 +30,10 @@ look-back over run summaries instead of the chain; 0: the three passes or the ch
 slower than the three passes) and ``tma`` (time-split programs: 0 loads each tile row by
 row through pointers; 2..MAX_TMA_STAGES loads each tile as one box per input through the
 Tensor Memory Accelerator, that many tiles in flight, where the GPU and the tensors allow it,
-``launch.tile_sources``). Keys left out keep the heuristic's value.
+``launch.tile_sources``) and ``channels`` (time-split programs: the channels each program
+owns, 1..block_r, its other lanes masked; 0 for ``block_r``: a width that is not a multiple
+of 16 channels per multiprocessor, cut into one program per SM). Keys left out keep the
+heuristic's value.
 """
 
 from __future__ import annotations
@@ -46,12 +49,6 @@ MAX_PREFIX_TILE_ELEMENTS = 2048
 
 MIN_BLOCK_R = 16
 """Fewest channels per program (half a warp) for narrow problems."""
-MIN_SPLIT_BLOCK_R = 8
-"""Fewest channels per time-split program (``split`` > 0, an override only): its tiles are cut
-into segments across threads, so 8 channels still fill a warp, and a row of 8 bf16 channels is
-the Tensor Memory Accelerator's smallest box row (16 bytes). Twice the programs of
-MIN_BLOCK_R: on [1, 8192, 2560], 160 programs of 16 channels leave 28 of 132 SMs two each
-(docs/performance.md, "the grid probe")."""
 CHANNELS_PER_WARP = 32
 """One channel per thread: the scan kernels' rows are 1-D [BLOCK_R] vectors."""
 WARPS_PER_SM = 16
@@ -160,6 +157,7 @@ _KEYS = {
     "fwd_split": "forward_split",
     "lookback": "lookback",
     "tma": "tma",
+    "channels": "channels",
 }
 
 
@@ -193,7 +191,9 @@ class Tile:
     next tile's rows issued before this one is computed); N >= 2 loads each input's tile as
     one [1, TILE, BLOCK_R] box through the Tensor Memory Accelerator, N tiles in flight
     (``tl.range(num_stages=N)``), where ``launch.tile_sources`` finds the GPU and the tensors
-    able to (else pointers).
+    able to (else pointers). channels (time-split programs only): the consecutive channels
+    each program owns, at most block_r (the lanes past them are loaded, through the TMA, and
+    never stored); 0 for block_r. B * cdiv(R, channels) programs.
     """
 
     block_r: int
@@ -209,6 +209,7 @@ class Tile:
     forward_split: int = 0
     lookback: int = 0
     tma: int = 0
+    channels: int = 0
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -310,10 +311,9 @@ def parse_tile_override(text: str) -> dict[str, int]:
         except ValueError:
             raise ValueError(f"{TILE_ENV}: {key} must be an integer, got {raw!r}") from None
         power_of_two = value > 0 and value & (value - 1) == 0
-        if key == "block_r" and not (power_of_two and value >= MIN_SPLIT_BLOCK_R):
+        if key == "block_r" and not (power_of_two and value >= MIN_BLOCK_R):
             raise ValueError(
-                f"{TILE_ENV}: block_r must be a power of two >= {MIN_SPLIT_BLOCK_R} (>= "
-                f"{MIN_BLOCK_R} unless the programs split time, split > 0), got {value}"
+                f"{TILE_ENV}: block_r must be a power of two >= {MIN_BLOCK_R}, got {value}"
             )
         if key == "unroll" and not power_of_two:
             raise ValueError(f"{TILE_ENV}: unroll must be a power of two, got {value}")
@@ -342,9 +342,9 @@ def parse_tile_override(text: str) -> dict[str, int]:
                     f"{TILE_ENV}: tma must be 0 (pointer loads) or 2..{MAX_TMA_STAGES} (tiles "
                     f"in flight through the Tensor Memory Accelerator), got {value}"
                 )
-        elif key == "prefetch":
+        elif key in ("prefetch", "channels"):
             if value < 0:
-                raise ValueError(f"{TILE_ENV}: prefetch must be >= 0, got {value}")
+                raise ValueError(f"{TILE_ENV}: {key} must be >= 0, got {value}")
         elif value < 1:
             raise ValueError(f"{TILE_ENV}: {key} must be >= 1, got {value}")
         values[_KEYS[key]] = value

@@ -65,9 +65,23 @@ def last_row(x, G: tl.constexpr):
 def program_channels(pid, R: tl.constexpr, BLOCK_R: tl.constexpr):
     """(batch row, channels [BLOCK_R], their in-bounds mask) of program ``pid``; the mask is
     a constant when BLOCK_R divides R, so that no row pays for it."""
-    b = pid // tl.cdiv(R, BLOCK_R)
-    offs_r = channel_block_start(pid, R, BLOCK_R) + tl.arange(0, BLOCK_R)
-    col_mask = tl.full([BLOCK_R], True, tl.int1) if R % BLOCK_R == 0 else offs_r < R
+    return program_lanes(pid, R, BLOCK_R, BLOCK_R)
+
+
+@triton.jit
+def program_lanes(pid, R: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr):
+    """(batch row, channels [BLOCK_R], their mask) of program ``pid`` owning CHANNELS <=
+    BLOCK_R consecutive channels (cdiv(R, CHANNELS) programs per batch row): the lanes past
+    CHANNELS or R are masked; the mask is a constant when CHANNELS = BLOCK_R divides R."""
+    b = pid // tl.cdiv(R, CHANNELS)
+    lanes = tl.arange(0, BLOCK_R)
+    offs_r = channel_block_start(pid, R, CHANNELS) + lanes
+    if CHANNELS == BLOCK_R and R % BLOCK_R == 0:
+        col_mask = tl.full([BLOCK_R], True, tl.int1)
+    elif CHANNELS == BLOCK_R:
+        col_mask = offs_r < R
+    else:
+        col_mask = (lanes < CHANNELS) & (offs_r < R)
     return b, offs_r, col_mask
 
 

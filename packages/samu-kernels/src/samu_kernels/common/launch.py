@@ -171,10 +171,12 @@ class _Geometry:
             light_passes=config.gate_mode == GateMode.RGLRU,
             tma_loads=config.gate_mode == GateMode.SAMU,
         )
-        if tile.block_r < MIN_BLOCK_R and (config.hierarchical or not tile.split):
+        time_split = tile.split and not config.hierarchical
+        if tile.channels and not (time_split and tile.channels <= tile.block_r):
             raise ValueError(
-                f"{TILE_ENV}: block_r={tile.block_r} needs time-split programs (split > 0 and "
-                f"a name without hierarchical); the others take block_r >= {MIN_BLOCK_R}"
+                f"{TILE_ENV}: channels={tile.channels} needs time-split programs (split > 0 and "
+                f"a name without hierarchical) of at least as many lanes (block_r="
+                f"{tile.block_r})"
             )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
@@ -183,7 +185,7 @@ class _Geometry:
             width,
             n_chunks,
             triton.cdiv(n_chunks, tile.chunks_per_program),
-            triton.cdiv(width, tile.block_r),
+            triton.cdiv(width, tile.channels or tile.block_r),
             tile,
         )
 
@@ -246,6 +248,7 @@ class _Geometry:
             "TILE": rows,
             "SEGMENTS": segments,
             "BLOCK_R": self.tile.block_r,
+            "CHANNELS": self.tile.channels or self.tile.block_r,
             # A plain int: torch.compile writes the launch's constants into Python source.
             "SHARED_SFU": SFU_TANH_SIGMOIDS.value
             if config.shared_sfu and TANH_SIGMOID and dtype.itemsize == 2
@@ -265,12 +268,23 @@ class _Geometry:
         forward's own warps were timed with the TMA only)."""
         dtype = tensors[0].dtype
         flags = self.split_flags(config, has_resets=has_resets, dtype=dtype, forward_warps=True)
-        sources, load_flags = tile_sources(tensors, self.tile.tma, flags["TILE"], self.tile.block_r)
+        sources, load_flags = tile_sources(
+            tensors, self.tma_stages(config), flags["TILE"], self.tile.block_r, flags["CHANNELS"]
+        )
         if not load_flags["DESCRIBED"]:
             flags = self.split_flags(
                 config, has_resets=has_resets, dtype=dtype, forward_warps=False
             )
         return sources, flags | load_flags
+
+    def tma_stages(self, config: ScanConfig) -> int:
+        """Tiles in flight through the TMA (``Tile.tma``; 0: pointer loads). Precomputed
+        gates (SAMU's reference controller, RG-LRU without ``fused``) always take pointers:
+        through boxes their kernels compiled to five times the exponentials and a spilling
+        backward (Triton 3.6, sm_90: 79 MUFU operations and 72 local-memory instructions
+        against 16 and none), and on an H100 their gradients differed from the pointer
+        loads' in the low bits where the fused gates' are bit for bit the same."""
+        return 0 if config.gate_mode == GateMode.PRECOMPUTED else self.tile.tma
 
     def run_lookback(self, config: ScanConfig) -> bool:
         """Whether the chained kernels run with a look-back over run summaries instead of the
@@ -542,9 +556,10 @@ def launch_backward(
             tiled = (u_, gate_x_, gate_a_, y_, reset_, grad_output, saved)
             sources, load_flags = tile_sources(
                 tiled[:-1] if config.fused_write else tiled,
-                geo.tile.tma,
+                geo.tma_stages(config),
                 flags["TILE"],
                 geo.tile.block_r,
+                flags["CHANNELS"],
             )
             u_, gate_x_, gate_a_, y_, reset_, grad_output_ = sources[:6]
             saved_ = saved if config.fused_write else sources[6]
@@ -704,14 +719,15 @@ def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype
 
 
 def tile_sources(
-    tensors: Sequence[torch.Tensor], stages: int, rows: int, block_r: int
+    tensors: Sequence[torch.Tensor], stages: int, rows: int, block_r: int, channels: int
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The tiled inputs of the time-split kernels and their load flags.
 
     ``tensors`` are [B, L, R] inputs and [B, L] document-start flags (placeholders
     included). With ``stages`` > 0 (``Tile.tma``), where every [B, L, R] tensor can be copied
     by the Tensor Memory Accelerator (:func:`tma_loadable`), returns host-side tensor
-    descriptors of their [1, rows, block_r] boxes, the flags as they are (the kernels read
+    descriptors of their [1, rows, block_r] boxes (one every ``channels`` channels), the
+    flags as they are (the kernels read
     them through pointers, ``tiles.load_tile_boxes``), and ``DESCRIBED`` with
     ``TILE_STAGES`` = ``stages``; otherwise the tensors themselves, loaded through
     pointers, and no pipeline depth for the tile loop (``TILE_STAGES`` None: Triton's
@@ -720,7 +736,7 @@ def tile_sources(
     """
     tiled = [t for t in tensors if t.dim() == 3]
     traced = any(is_fake(t) for t in tensors)
-    if stages and not traced and all(tma_loadable(t, rows, block_r) for t in tiled):
+    if stages and not traced and all(tma_loadable(t, rows, block_r, channels) for t in tiled):
         boxes = tuple(
             TensorDescriptor.from_tensor(t, [1, rows, block_r]) if t.dim() == 3 else t
             for t in tensors
@@ -729,11 +745,11 @@ def tile_sources(
     return tuple(tensors), {"DESCRIBED": False, "TILE_STAGES": None}
 
 
-def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
-    """Whether [1, rows, block_r] boxes of the contiguous [B, L, R] ``tensor`` can be copied
-    by the Tensor Memory Accelerator: its device has one (:func:`tma_device`), box sides of
-    at most TMA_BOX_LIMIT, a start and strides aligned to TMA_ALIGNMENT bytes and a box row
-    of a multiple of it."""
+def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int, channels: int) -> bool:
+    """Whether [1, rows, block_r] boxes of the contiguous [B, L, R] ``tensor``, one every
+    ``channels`` channels, can be copied by the Tensor Memory Accelerator: its device has one
+    (:func:`tma_device`), box sides of at most TMA_BOX_LIMIT, a start and strides aligned to
+    TMA_ALIGNMENT bytes, and box rows and box starts within a row of a multiple of it."""
     if not tma_device(tensor.device):
         return False
     size = tensor.element_size()
@@ -744,6 +760,7 @@ def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int) -> bool:
         and start % TMA_ALIGNMENT == 0
         and all(stride * size % TMA_ALIGNMENT == 0 for stride in tensor.stride()[:-1])
         and block_r * size % TMA_ALIGNMENT == 0
+        and channels * size % TMA_ALIGNMENT == 0
     )
 
 

@@ -93,6 +93,7 @@ def forward_split_kernel(
     TILE: tl.constexpr,
     SEGMENTS: tl.constexpr,
     BLOCK_R: tl.constexpr,
+    CHANNELS: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FULL_TILES: tl.constexpr,
@@ -101,7 +102,8 @@ def forward_split_kernel(
     DESCRIBED: tl.constexpr,
     TILE_STAGES: tl.constexpr,
 ):
-    """Forward of one (batch row, channel block): its tiles of TILE rows (a multiple of the
+    """Forward of one (batch row, channel block: CHANNELS channels on BLOCK_R lanes, the rest
+    masked, ``Tile.channels``): its tiles of TILE rows (a multiple of the
     chunk T) in order, each cut into SEGMENTS segments scanned side by side by the program's
     threads (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes
     to SAVED. DESCRIBED: U, GATE_X, GATE_A and Y are tensor descriptors, each tile loaded as
@@ -111,14 +113,14 @@ def forward_split_kernel(
     n_tiles = tl.cdiv(L, TILE)
     (b, _offs_r, _col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a,
      b_x, skip, _channel_decay_scale) = program_constants(
-        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
+        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
     final_row = state_vector(FINAL, b, 0, columns, R, 1)
     if HAS_H0:
         h = tl.load(state_vector(H0, b, 0, columns, R, 1), mask=column_mask, other=0.0)
     else:
         h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
-    column0 = channel_block_start(tl.program_id(0), R, BLOCK_R)
+    column0 = channel_block_start(tl.program_id(0), R, CHANNELS)
     if not DESCRIBED:
         # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
         # iteration reloads the last tile instead of reading past the end).
@@ -199,6 +201,7 @@ def backward_split_kernel(
     TILE: tl.constexpr,
     SEGMENTS: tl.constexpr,
     BLOCK_R: tl.constexpr,
+    CHANNELS: tl.constexpr,
     SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr,
     FULL_TILES: tl.constexpr,
@@ -216,14 +219,14 @@ def backward_split_kernel(
     n_tiles = tl.cdiv(L, TILE)
     (b, offs_r, col_mask, columns, column_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x,
      skip, channel_decay_scale) = program_constants(
-        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, SEGMENTS, GATE_MODE, OUT_MODE
+        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
     final_row = state_vector(GRAD_FINAL, b, 0, columns, R, 1)
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = tl.load(final_row, mask=column_mask, other=0.0)
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
-    column0 = channel_block_start(tl.program_id(0), R, BLOCK_R)
+    column0 = channel_block_start(tl.program_id(0), R, CHANNELS)
     if not DESCRIBED:
         next_rows = load_tile_rows(
             U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, n_tiles - 1, columns, column_mask, L, R,

@@ -31,7 +31,6 @@ from samu_kernels.common.chunk import (
     GATES_RGLRU,
     GATES_SAMU,
     OUT_H,
-    OUT_Y_H_SKIP,
     channel_constants,
     load_output_inputs,
     load_row,
@@ -40,7 +39,7 @@ from samu_kernels.common.chunk import (
     row_is_start,
     state_offsets,
 )
-from samu_kernels.common.kernels import program_channels
+from samu_kernels.common.kernels import program_lanes
 
 
 @triton.jit
@@ -72,13 +71,14 @@ def first_segment(column_mask, BLOCK_R: tl.constexpr):
 
 @triton.jit
 def program_constants(column, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr,
-                      SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
+                      CHANNELS: tl.constexpr, SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
                       OUT_MODE: tl.constexpr):  # fmt: skip
-    """Channel block ``column``'s (batch row, channels [BLOCK_R], their mask), the tile
-    columns' channels and mask ([SEGMENTS * BLOCK_R]) and :func:`chunk.channel_constants`,
-    the per-element ones (decay_scale, w_a, w_x) given per tile column, then decay_scale
-    again per channel ([BLOCK_R], for :func:`chunk.store_partials`)."""
-    b, offs_r, col_mask = program_channels(column, R, BLOCK_R)
+    """Channel block ``column``'s (batch row, channels [BLOCK_R], their mask: CHANNELS of
+    them its own, :func:`kernels.program_lanes`), the tile columns' channels and mask
+    ([SEGMENTS * BLOCK_R]) and :func:`chunk.channel_constants`, the per-element ones
+    (decay_scale, w_a, w_x) given per tile column, then decay_scale again per channel
+    ([BLOCK_R], for :func:`chunk.store_partials`)."""
+    b, offs_r, col_mask = program_lanes(column, R, BLOCK_R, CHANNELS)
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
@@ -175,22 +175,18 @@ def load_tile_boxes(
     descriptors: one box per input (:func:`box_rows`), which the tile loop's
     ``tl.range(num_stages=...)`` turns into asynchronous copies several tiles ahead. The
     [B, L] uint8 document-start flags stay a pointer (one byte per row: as a [1, TILE] box
-    of bytes they faulted with a misaligned address on the H100, Triton 3.6)."""
+    of bytes they faulted with a misaligned address on the H100, Triton 3.6). Fused gates
+    only: precomputed ones take pointers (``launch._Geometry.tma_stages``)."""
+    tl.static_assert(GATE_MODE != GATES_PRECOMPUTED, "precomputed gates load through pointers")
     if GATE_MODE == GATES_SAMU:
         firsts = box_rows(U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     else:
         firsts = box_rows(GATE_A, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
-        seconds = box_rows(
-            GATE_X if GATE_MODE == GATES_PRECOMPUTED else U, b, tile, column0, TILE, S,
-            SEGMENTS, BLOCK_R,
-        )  # fmt: skip
-    if GATE_MODE == GATES_RGLRU:
+        seconds = box_rows(U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
         thirds = box_rows(GATE_X, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     first_steps = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)  # read with resets only
     if OUT_MODE != OUT_H:
         ys = box_rows(Y, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
-    if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
-        skip_us = box_rows(U, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     if BACKWARD:
         d_outs = box_rows(GRAD_OUT, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
     rows = ()
@@ -199,14 +195,11 @@ def load_tile_boxes(
         second = tl.zeros_like(first)
         third = second
         y = first  # stands in where the output mode reads no y (``chunk.load_output_inputs``)
-        skip_u = first
-        if GATE_MODE != GATES_SAMU:
-            second = seconds[k]
+        skip_u = first  # read with precomputed gates only
         if GATE_MODE == GATES_RGLRU:
+            second = seconds[k]
             third = thirds[k]
         start = row_is_start(RESET, b, first_steps + k, first_steps, L, HAS_RESETS)
-        if OUT_MODE == OUT_Y_H_SKIP and GATE_MODE == GATES_PRECOMPUTED:
-            skip_u = skip_us[k]
         if BACKWARD:
             d_out = d_outs[k]
             g = d_out
