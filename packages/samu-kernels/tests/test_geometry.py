@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from samu_kernels.common.geometry import (
     choose_tile,
     format_tile,
     heuristic_tile,
+    one_program_per_sm,
     parse_tile_override,
 )
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
@@ -295,6 +297,18 @@ def test_bad_override_is_refused(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=TILE_ENV) as error:
         parse_tile_override(text)
     assert message in str(error.value)
+
+
+def test_one_program_per_sm_only_where_sixteen_channels_load_some_sms_twice() -> None:
+    short, medium, long = REFERENCE_SHAPES.values()
+    tile = one_program_per_sm(medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    assert tile is not None
+    assert (tile.channels, tile.block_r, tile.split, tile.tile_rows) == (24, 32, 8, 128)
+    assert -(-medium[2] // tile.channels) <= H200_SMS  # 107 programs
+    for batch, _length, width in (short, long):
+        assert one_program_per_sm(batch, width, 32, multiprocessors=H200_SMS) is None
+    sweep = sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
+    assert replace(tile, tma=sweep[0].tma) in sweep
 
 
 @pytest.mark.parametrize(("architecture", "backend", "controller"), REFERENCE_FILE_ROWS)

@@ -16,8 +16,10 @@ tiles twice and half as long
 at the same elements per thread, a tile half as long on the same warps (half the elements
 per thread: the SAMU
 backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
-twice and half the channels with the tile length that keeps them, and the one-warp row walk
-they replace (``split=0``). ``chunks_per_program`` is a runtime argument (no
+twice and half the channels with the tile length that keeps them, one program per SM where
+16-channel programs would load some SMs twice (``geometry.one_program_per_sm``: programs
+owning fewer channels than their lanes), and the one-warp row walk they replace
+(``split=0``). ``chunks_per_program`` is a runtime argument (no
 recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
 the heuristic's other channels-per-thread choice (``light_passes``).
 """
@@ -27,10 +29,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from samu_kernels.backends import parse_backend
-from samu_kernels.common.geometry import MIN_BLOCK_R, Tile, heuristic_tile
+from samu_kernels.common.geometry import MIN_BLOCK_R, Tile, heuristic_tile, one_program_per_sm
 from samu_kernels.common.launch import TMA_BOX_LIMIT
 
-MAX_GEOMETRIES = 11
+MAX_GEOMETRIES = 12
 
 
 def sweep_tiles(
@@ -59,7 +61,9 @@ def sweep_tiles(
 
     base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
     if not spec.hierarchical:
-        return _unique([base, *_split_neighbours(base)])
+        even = one_program_per_sm(batch, width, chunk, multiprocessors=multiprocessors)
+        alone = [] if even is None else [replace(even, tma=base.tma)]
+        return _unique([base, *alone, *_split_neighbours(base)])
     fewer_rows = replace(base, unroll=max(1, base.unroll // 2))
     runs = base.chunks_per_program
     return _unique(

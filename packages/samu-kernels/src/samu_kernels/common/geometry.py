@@ -109,6 +109,9 @@ rows per tile keep more loads in flight (SAMU default on [1, 32768, 2048], 16 el
 thread: 256-row tiles of 8 warps 0.932 ms, of 16 warps at 8 elements 1.336 ms)."""
 MAX_SPLIT = 16
 """Most warps of a time-split program."""
+CHANNEL_STEP = 8
+"""``Tile.channels`` of :func:`one_program_per_sm` come in multiples of 8: bf16 box starts
+16 bytes apart, the Tensor Memory Accelerator's alignment."""
 FORWARD_SPLIT_WARPS = 8
 """Warps of the time-split forward programs of SAMU's fused gates where the backward's take
 SPLIT_WARPS (``Tile.forward_split``): the forward's ~100 registers fit two 8-warp programs per
@@ -290,6 +293,39 @@ def heuristic_tile(
         tile_rows=tile_rows,
         forward_split=forward_split,
         tma=TMA_STAGES if tma_loads and not hierarchical else 0,
+    )
+
+
+def one_program_per_sm(batch: int, width: int, chunk: int, *, multiprocessors: int) -> Tile | None:
+    """A time-split tile that gives every multiprocessor at most one program where 16-channel
+    programs would load some SMs twice (B * cdiv(R, 16) between the SMs and twice as many):
+    each program owns the fewest multiple of CHANNEL_STEP channels (``Tile.channels``) that
+    brings B * cdiv(R, channels) to at most ``multiprocessors``, on a power of two of lanes
+    (at most two warps' width), SPLIT_WARPS_ALONE warps and SPLIT_ELEMENTS_PER_THREAD
+    elements per thread. [1, 8192, 2560] on 132 SMs: 107 programs of 24 channels on 32
+    lanes. None where the grid is already even (or the batch alone overfills it)."""
+    programs = batch * -(-width // MIN_BLOCK_R)
+    per_row = multiprocessors // batch
+    if not multiprocessors < programs < 2 * multiprocessors or per_row == 0:
+        return None
+    share = -(-width // per_row)
+    channels = -(-share // CHANNEL_STEP) * CHANNEL_STEP
+    lanes = _power_of_two_at_least(channels)
+    if lanes > 2 * CHANNELS_PER_WARP:
+        return None
+    per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // lanes  # rows
+    tile_rows = max(chunk, SPLIT_WARPS_ALONE * per_warp)
+    return Tile(
+        block_r=lanes,
+        num_warps=1,
+        backward_warps=1,
+        num_stages=1,
+        chunks_per_program=1,
+        unroll=min(UNROLL, chunk),
+        prefetch=SEQUENTIAL_PREFETCH,
+        split=min(MAX_SPLIT, tile_rows // per_warp),
+        tile_rows=tile_rows,
+        channels=channels,
     )
 
 
