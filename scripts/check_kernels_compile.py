@@ -75,6 +75,7 @@ SHOWN_CONSTEXPRS = (
     "SEGMENTS",
     "UNROLL",
     "BLOCK_R",
+    "CHANNELS",
     "GATE_MODE",
     "HAS_RESETS",
     "HAS_H0",

@@ -39,6 +39,8 @@ TIME_SPLIT_ROWS = [
     ("rglru", "fused_shared_sfu_chunk16", None),
 ]
 """Backends of the time-split kernels: SAMU's and RG-LRU's fused gates, precomputed ones."""
+FUSED_TIME_SPLIT_ROWS = [row for row in TIME_SPLIT_ROWS if row[2] != "reference"]
+"""Those that may load through the TMA (precomputed gates take pointers)."""
 
 
 @pytest.fixture(autouse=True)
@@ -211,6 +213,8 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
         "block_r=16,split=4,tile_rows=128",  # 16 rows per segment, 8 segments
         # The forward on 8 warps and tiles of 256 rows, the backward on 4 and 128.
         "block_r=16,split=4,tile_rows=128,fwd_split=8",
+        # Programs of 24 channels on 32 lanes (geometry.one_program_per_sm's form).
+        "block_r=32,split=8,tile_rows=128,channels=24",
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])
@@ -232,10 +236,7 @@ def test_time_split_geometries_match_the_reference(
 
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize("shape", [*REFERENCE_SHAPES.values(), (2, 1040, 296)])
-@pytest.mark.parametrize(
-    ("architecture", "backend", "controller"),
-    [row for row in TIME_SPLIT_ROWS if row[2] != "reference"],  # precomputed: pointers only
-)
+@pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
 def test_tiles_through_the_tma_equal_pointer_loads(
     architecture: str,
     backend: str,
@@ -248,6 +249,21 @@ def test_tiles_through_the_tma_equal_pointer_loads(
     # of the tile, R of the channel block; both keep the accelerator's 16-byte alignment).
     problem = make_problem(architecture, shape, torch.bfloat16, CUDA, resets=True, h0=True)
     assert_tma_loads_agree(problem, backend, controller, "", monkeypatch)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
+def test_programs_of_fewer_channels_through_the_tma_equal_pointer_loads(
+    architecture: str, backend: str, controller: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The medium reference shape as 107 programs of 24 channels on 32 lanes: box starts 48
+    # bytes apart, the lanes past 24 holding the neighbour's channels (never stored).
+    problem = make_problem(
+        architecture, REFERENCE_SHAPES["state2560_medium"], torch.bfloat16, CUDA, resets=True,
+        h0=True,
+    )  # fmt: skip
+    tile = "block_r=32,split=8,tile_rows=128,channels=24"
+    assert_tma_loads_agree(problem, backend, controller, tile, monkeypatch)
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

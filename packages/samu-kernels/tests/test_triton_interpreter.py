@@ -323,16 +323,6 @@ def test_geometry_override(
     assert_matches_reference(problem, backend, controller)
 
 
-def test_too_many_elements_per_thread_are_refused(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
-) -> None:
-    # 128 rows of 16 channels on one warp: 64 elements (64 rows of one column) per thread.
-    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=128")
-    problem = make_problem("samu", (1, 20, 19), torch.float32, device, resets=False, h0=False)
-    with pytest.raises(ValueError, match=rf"{TILE_ENV}.*64 elements .*\(64 rows\); at most 32"):
-        run(problem, "fused_output_fused_write_chunk8", "fp32_fused_coords")
-
-
 @pytest.mark.usefixtures("poisoned_buffers")
 def test_lookback_composes_several_blocks_of_summaries(
     monkeypatch: pytest.MonkeyPatch, device: torch.device
@@ -427,19 +417,29 @@ def test_time_split_layouts_through_the_tma_equal_pointer_loads(
 
 
 @pytest.mark.parametrize(
-    ("backend", "tile"),
+    ("backend", "tile", "message"),
     [
-        ("fused_output_fused_write_chunk8", "split=0,channels=8"),
-        ("fused_output_fused_write_grouped_prefix4_hierarchical_chunk8", "channels=8"),
-        ("fused_output_fused_write_chunk8", "split=1,block_r=16,channels=24"),
+        # 128 rows of 16 channels on one warp: 64 elements (64 rows of one column) per thread.
+        (
+            "fused_output_fused_write_chunk8",
+            "split=1,block_r=16,tile_rows=128",
+            r"64 elements .*\(64 rows\); at most 32",
+        ),
+        ("fused_output_fused_write_chunk8", "split=0,channels=8", "needs time-split programs"),
+        (
+            "fused_output_fused_write_grouped_prefix4_hierarchical_chunk8",
+            "channels=8",
+            "needs time-split programs",
+        ),
+        ("fused_output_fused_write_chunk8", "split=1,block_r=16,channels=24", "exceeds"),
     ],
 )
-def test_channels_need_time_split_programs_with_as_many_lanes(
-    backend: str, tile: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
+def test_bad_time_split_geometries_are_refused(
+    backend: str, tile: str, message: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem("samu", (1, 24, 32), torch.float32, device, resets=False, h0=False)
-    with pytest.raises(ValueError, match=rf"{TILE_ENV}: channels=\d+ needs time-split programs"):
+    with pytest.raises(ValueError, match=rf"{TILE_ENV}.*{message}"):
         run(problem, backend, "fp32_fused_coords")
 
 

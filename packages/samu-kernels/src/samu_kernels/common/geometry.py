@@ -31,9 +31,9 @@ slower than the three passes) and ``tma`` (time-split programs: 0 loads each til
 row through pointers; 2..MAX_TMA_STAGES loads each tile as one box per input through the
 Tensor Memory Accelerator, that many tiles in flight, where the GPU and the tensors allow it,
 ``launch.tile_sources``) and ``channels`` (time-split programs: the channels each program
-owns, 1..block_r, its other lanes masked; 0 for ``block_r``: a width that is not a multiple
-of 16 channels per multiprocessor, cut into one program per SM). Keys left out keep the
-heuristic's value.
+owns, 1..block_r, its other lanes masked; 0: block_r. C < block_r evens out grids where
+16-channel programs load some SMs twice, :func:`one_program_per_sm`; give ``block_r`` with
+it, the heuristic's may be smaller). Keys left out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ MAX_SPLIT = 16
 """Most warps of a time-split program."""
 CHANNEL_STEP = 8
 """``Tile.channels`` of :func:`one_program_per_sm` come in multiples of 8: bf16 box starts
-16 bytes apart, the Tensor Memory Accelerator's alignment."""
+16 bytes apart, as Triton (its interpreter asserts it) asks of a descriptor load's offsets
+(``launch.tma_loadable``)."""
 FORWARD_SPLIT_WARPS = 8
 """Warps of the time-split forward programs of SAMU's fused gates where the backward's take
 SPLIT_WARPS (``Tile.forward_split``): the forward's ~100 registers fit two 8-warp programs per
@@ -311,8 +312,8 @@ def one_program_per_sm(batch: int, width: int, chunk: int, *, multiprocessors: i
     share = -(-width // per_row)
     channels = -(-share // CHANNEL_STEP) * CHANNEL_STEP
     lanes = _power_of_two_at_least(channels)
-    if lanes > 2 * CHANNELS_PER_WARP:
-        return None
+    if channels == lanes or lanes > 2 * CHANNELS_PER_WARP:
+        return None  # whole blocks already even out (the heuristic's), or too wide
     per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // lanes  # rows
     tile_rows = max(chunk, SPLIT_WARPS_ALONE * per_warp)
     return Tile(

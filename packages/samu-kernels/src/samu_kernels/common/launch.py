@@ -171,12 +171,15 @@ class _Geometry:
             light_passes=config.gate_mode == GateMode.RGLRU,
             tma_loads=config.gate_mode == GateMode.SAMU,
         )
-        time_split = tile.split and not config.hierarchical
-        if tile.channels and not (time_split and tile.channels <= tile.block_r):
+        if tile.channels and (config.hierarchical or not tile.split):
             raise ValueError(
                 f"{TILE_ENV}: channels={tile.channels} needs time-split programs (split > 0 and "
-                f"a name without hierarchical) of at least as many lanes (block_r="
-                f"{tile.block_r})"
+                "a name without hierarchical)"
+            )
+        if tile.channels > tile.block_r:
+            raise ValueError(
+                f"{TILE_ENV}: channels={tile.channels} exceeds the program's lanes "
+                f"(block_r={tile.block_r}): give a block_r of at least that many"
             )
         n_chunks = triton.cdiv(length, config.chunk)
         return cls(
@@ -749,7 +752,8 @@ def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int, channels: int) -
     """Whether [1, rows, block_r] boxes of the contiguous [B, L, R] ``tensor``, one every
     ``channels`` channels, can be copied by the Tensor Memory Accelerator: its device has one
     (:func:`tma_device`), box sides of at most TMA_BOX_LIMIT, a start and strides aligned to
-    TMA_ALIGNMENT bytes, and box rows and box starts within a row of a multiple of it."""
+    TMA_ALIGNMENT bytes, and box rows and box starts within a row of a multiple of it (box
+    starts: Triton's rule for descriptor-load offsets, asserted by its interpreter)."""
     if not tma_device(tensor.device):
         return False
     size = tensor.element_size()

@@ -32,8 +32,8 @@ before this tile is computed (double-buffered in registers). With ``tma=N`` in t
 (``SAMU_KERNELS_TILE``; the heuristic's for SAMU's fused gates), each [B, L, R] input's
 tile is one [1, TILE, BLOCK_R] box copied by the Tensor Memory Accelerator through a
 host-side tensor descriptor, N tiles in flight (``tl.range(num_stages=N)``), then read from
-shared memory into the row form (:func:`tiles.load_tile_boxes`); the values are the pointer
-loads' bit for bit.
+shared memory into the row form (:func:`tiles.load_tile_boxes`); on the lanes a program owns
+the values are the pointer loads' bit for bit, and so is everything stored.
 
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
 :func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tile rows.

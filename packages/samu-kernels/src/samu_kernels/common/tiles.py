@@ -7,9 +7,9 @@ a tuple of S [SEGMENTS * BLOCK_R] vectors, *tile rows*: tile row k holds row w *
 every segment w. A thread holds ``geometry.COLUMNS_PER_THREAD`` = 1 column (the launcher
 sizes SEGMENTS for it), so S consecutive rows of it, in separate registers. Which column is
 Triton's layout: Triton 3.6 (the H200's) and 3.9 lay each vector over the program's 32 * W
-threads one column per thread, thread t column t: with BLOCK_R 32, 16 or 8 a warp holds one
-segment, two or four, and its load of a tile row reads 32 consecutive channels or runs of 16
-or 8.
+threads one column per thread, thread t column t: with BLOCK_R 64, 32 or 16 a warp holds
+half a segment, one or two, and its load of a tile row reads 32 consecutive channels or runs
+of 16 (a program owning fewer channels than BLOCK_R, ``Tile.channels``, masks the rest).
 The scan inside a segment is then a chain of FMAs in each thread (:func:`segment_steps`,
 :func:`states_from`, :func:`reverse_segment_steps`) with each row's neighbour at hand, and
 row k's element offsets are row 0's plus the constant k * R (an immediate of the loads and
@@ -159,7 +159,8 @@ def box_rows(DESC, b, tile, column0, TILE: tl.constexpr, S: tl.constexpr,
              SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):  # fmt: skip
     """Tile ``tile`` of a [B, L, R] tensor through its descriptor: one [1, TILE, BLOCK_R] box
     from channel ``column0`` (rows past L and channels past R read 0, as the masked pointer
-    loads' ``other``) in the row form, S fp32 [SEGMENTS * BLOCK_R] tile rows."""
+    loads' ``other``; lanes past a program's own CHANNELS read its neighbour's, never
+    stored) in the row form, S fp32 [SEGMENTS * BLOCK_R] tile rows."""
     box = tl.reshape(DESC.load([b, tile * TILE, column0]), [SEGMENTS, S, BLOCK_R])
     by_column = tl.reshape(tl.permute(box, [0, 2, 1]), [SEGMENTS * BLOCK_R, S])
     return columns_of(by_column.to(tl.float32), S)
@@ -171,7 +172,8 @@ def load_tile_boxes(
     S: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr, HAS_RESETS: tl.constexpr, BACKWARD: tl.constexpr,
 ):  # fmt: skip
-    """:func:`load_tile_rows`' tuple, the same values, from the [B, L, R] inputs' tensor
+    """:func:`load_tile_rows`' tuple, the same values on the program's own lanes (past its
+    CHANNELS, the neighbour's where the pointer loads read 0), from the [B, L, R] inputs' tensor
     descriptors: one box per input (:func:`box_rows`), which the tile loop's
     ``tl.range(num_stages=...)`` turns into asynchronous copies several tiles ahead. The
     [B, L] uint8 document-start flags stay a pointer (one byte per row: as a [1, TILE] box
@@ -195,7 +197,7 @@ def load_tile_boxes(
         second = tl.zeros_like(first)
         third = second
         y = first  # stands in where the output mode reads no y (``chunk.load_output_inputs``)
-        skip_u = first  # read with precomputed gates only
+        skip_u = first  # a placeholder: only precomputed gates read it
         if GATE_MODE == GATES_RGLRU:
             second = seconds[k]
             third = thirds[k]
