@@ -8,7 +8,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="fwd_split=8"
     SAMU_KERNELS_TILE="lookback=2"
     SAMU_KERNELS_TILE="tma=3"
-    SAMU_KERNELS_TILE="block_r=32,channels=20"
+    SAMU_KERNELS_TILE="block_r=32,channels=24,split=8,tile_rows=128"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software

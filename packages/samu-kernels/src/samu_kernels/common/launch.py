@@ -730,8 +730,8 @@ def tile_sources(
     included). With ``stages`` > 0 (``Tile.tma``), where every [B, L, R] tensor can be copied
     by the Tensor Memory Accelerator (:func:`tma_loadable`), returns host-side tensor
     descriptors of their [1, rows, block_r] boxes (one every ``channels`` channels), the
-    flags as they are (the kernels read
-    them through pointers, ``tiles.load_tile_boxes``), and ``DESCRIBED`` with
+    flags as they are (the kernels read them through pointers, ``tiles.load_tile_boxes``),
+    and ``DESCRIBED`` with
     ``TILE_STAGES`` = ``stages``; otherwise the tensors themselves, loaded through
     pointers, and no pipeline depth for the tile loop (``TILE_STAGES`` None: Triton's
     default). A launch traced by ``torch.compile`` (fake tensors) takes pointers: its graph
