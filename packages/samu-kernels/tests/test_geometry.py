@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 import torch
@@ -301,14 +300,17 @@ def test_bad_override_is_refused(text: str, message: str) -> None:
 
 def test_one_program_per_sm_only_where_sixteen_channels_load_some_sms_twice() -> None:
     short, medium, long = REFERENCE_SHAPES.values()
-    tile = one_program_per_sm(medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    base = heuristic_tile(*medium, 32, hierarchical=False, multiprocessors=H200_SMS, tma_loads=True)
+    tile = one_program_per_sm(base, medium[0], medium[2], 32, multiprocessors=H200_SMS)
     assert tile is not None
     assert (tile.channels, tile.block_r, tile.split, tile.tile_rows) == (24, 32, 8, 128)
+    assert (tile.forward_split, tile.tma) == (0, base.tma)
     assert -(-medium[2] // tile.channels) <= H200_SMS  # 107 programs
     for batch, _length, width in (short, long):
-        assert one_program_per_sm(batch, width, 32, multiprocessors=H200_SMS) is None
+        assert one_program_per_sm(base, batch, width, 32, multiprocessors=H200_SMS) is None
     sweep = sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
-    assert replace(tile, tma=sweep[0].tma) in sweep
+    assert sweep[0] == base
+    assert tile in sweep
 
 
 @pytest.mark.parametrize(("architecture", "backend", "controller"), REFERENCE_FILE_ROWS)

@@ -61,9 +61,8 @@ def sweep_tiles(
 
     base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
     if not spec.hierarchical:
-        even = one_program_per_sm(batch, width, chunk, multiprocessors=multiprocessors)
-        alone = [] if even is None else [replace(even, tma=base.tma)]
-        return _unique([base, *alone, *_split_neighbours(base)])
+        even = one_program_per_sm(base, batch, width, chunk, multiprocessors=multiprocessors)
+        return _unique([base, *([] if even is None else [even]), *_split_neighbours(base)])
     fewer_rows = replace(base, unroll=max(1, base.unroll // 2))
     runs = base.chunks_per_program
     return _unique(

@@ -215,6 +215,11 @@ class Tile:
     tma: int = 0
     channels: int = 0
 
+    @property
+    def program_channels(self) -> int:
+        """The channels each program owns: ``channels``, or all its block_r lanes."""
+        return self.channels or self.block_r
+
 
 def _power_of_two_at_least(value: int) -> int:
     return 1 << (max(1, value) - 1).bit_length()
@@ -276,10 +281,7 @@ def heuristic_tile(
         block_r = CHANNELS_PER_WARP if filled else MIN_BLOCK_R
         block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
         alone = batch * -(-width // block_r) <= multiprocessors
-        warps = SPLIT_WARPS_ALONE if alone else SPLIT_WARPS
-        per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // block_r  # rows
-        tile_rows = max(chunk, warps * per_warp)
-        split = min(MAX_SPLIT, tile_rows // per_warp)
+        split, tile_rows = _split_rows(block_r, SPLIT_WARPS_ALONE if alone else SPLIT_WARPS, chunk)
         if tma_loads and split == SPLIT_WARPS:
             forward_split = FORWARD_SPLIT_WARPS
     return Tile(
@@ -297,12 +299,24 @@ def heuristic_tile(
     )
 
 
-def one_program_per_sm(batch: int, width: int, chunk: int, *, multiprocessors: int) -> Tile | None:
-    """A time-split tile that gives every multiprocessor at most one program where 16-channel
-    programs would load some SMs twice (B * cdiv(R, 16) between the SMs and twice as many):
-    each program owns the fewest multiple of CHANNEL_STEP channels (``Tile.channels``) that
-    brings B * cdiv(R, channels) to at most ``multiprocessors``, on a power of two of lanes
-    (at most two warps' width), SPLIT_WARPS_ALONE warps and SPLIT_ELEMENTS_PER_THREAD
+def _split_rows(block_r: int, warps: int, chunk: int) -> tuple[int, int]:
+    """(split, tile_rows) of a time-split program of ``block_r`` lanes aiming at ``warps``
+    warps: tiles of as many rows as give each thread SPLIT_ELEMENTS_PER_THREAD elements (at
+    least one chunk; more warps, up to MAX_SPLIT, for longer chunks)."""
+    per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // block_r  # rows
+    tile_rows = max(chunk, warps * per_warp)
+    return min(MAX_SPLIT, tile_rows // per_warp), tile_rows
+
+
+def one_program_per_sm(
+    base: Tile, batch: int, width: int, chunk: int, *, multiprocessors: int
+) -> Tile | None:
+    """``base`` (a time-split tile) re-cut so that every multiprocessor gets at most one
+    program where 16-channel programs would load some SMs twice (B * cdiv(R, 16) between
+    the SMs and twice as many): each program owns the fewest multiple of CHANNEL_STEP
+    channels (``Tile.channels``) that brings B * cdiv(R, channels) to at most
+    ``multiprocessors``, on a power of two of lanes (at most two warps' width),
+    SPLIT_WARPS_ALONE warps with the forward on the same, and SPLIT_ELEMENTS_PER_THREAD
     elements per thread. [1, 8192, 2560] on 132 SMs: 107 programs of 24 channels on 32
     lanes. None where the grid is already even (or the batch alone overfills it)."""
     programs = batch * -(-width // MIN_BLOCK_R)
@@ -314,18 +328,13 @@ def one_program_per_sm(batch: int, width: int, chunk: int, *, multiprocessors: i
     lanes = _power_of_two_at_least(channels)
     if channels == lanes or lanes > 2 * CHANNELS_PER_WARP:
         return None  # whole blocks already even out (the heuristic's), or too wide
-    per_warp = CHANNELS_PER_WARP * SPLIT_ELEMENTS_PER_THREAD // lanes  # rows
-    tile_rows = max(chunk, SPLIT_WARPS_ALONE * per_warp)
-    return Tile(
+    split, tile_rows = _split_rows(lanes, SPLIT_WARPS_ALONE, chunk)
+    return replace(
+        base,
         block_r=lanes,
-        num_warps=1,
-        backward_warps=1,
-        num_stages=1,
-        chunks_per_program=1,
-        unroll=min(UNROLL, chunk),
-        prefetch=SEQUENTIAL_PREFETCH,
-        split=min(MAX_SPLIT, tile_rows // per_warp),
+        split=split,
         tile_rows=tile_rows,
+        forward_split=0,
         channels=channels,
     )
 

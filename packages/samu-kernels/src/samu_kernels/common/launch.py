@@ -188,7 +188,7 @@ class _Geometry:
             width,
             n_chunks,
             triton.cdiv(n_chunks, tile.chunks_per_program),
-            triton.cdiv(width, tile.channels or tile.block_r),
+            triton.cdiv(width, tile.program_channels),
             tile,
         )
 
@@ -251,7 +251,7 @@ class _Geometry:
             "TILE": rows,
             "SEGMENTS": segments,
             "BLOCK_R": self.tile.block_r,
-            "CHANNELS": self.tile.channels or self.tile.block_r,
+            "CHANNELS": self.tile.program_channels,
             # A plain int: torch.compile writes the launch's constants into Python source.
             "SHARED_SFU": SFU_TANH_SIGMOIDS.value
             if config.shared_sfu and TANH_SIGMOID and dtype.itemsize == 2
