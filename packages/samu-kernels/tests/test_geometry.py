@@ -311,6 +311,45 @@ def test_one_program_per_sm_only_where_sixteen_channels_load_some_sms_twice() ->
     sweep = sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
     assert sweep[0] == base
     assert tile in sweep
+    # RG-LRU's fused gates start at the even grid and keep the 16-channel programs beside it.
+    rglru = sweep_tiles("fused_shared_sfu_chunk16", medium, H200_SMS)
+    assert rglru[0].channels == 24
+    assert heuristic_tile(*medium, 16, hierarchical=False, multiprocessors=H200_SMS) in rglru
+    assert all(tile.channels <= tile.block_r for tile in rglru)
+
+
+def test_an_even_grid_recuts_only_the_time_split_programs_it_evens_out() -> None:
+    # RG-LRU's fused gates (even_grid): the medium shape's 160 sixteen-channel programs
+    # become 107 of 24 channels; the other reference shapes and the hierarchical passes
+    # keep the heuristic's tiles.
+    medium = REFERENCE_SHAPES["state2560_medium"]
+    for shape in REFERENCE:
+        for hierarchical in (False, True):
+            plain = heuristic_tile(*shape, 16, hierarchical=hierarchical, multiprocessors=H200_SMS)
+            even = heuristic_tile(
+                *shape, 16, hierarchical=hierarchical, multiprocessors=H200_SMS, even_grid=True
+            )
+            if shape == medium and not hierarchical:
+                assert even == one_program_per_sm(
+                    plain, medium[0], medium[2], 16, multiprocessors=H200_SMS
+                )
+                assert (even.channels, even.block_r) == (24, 32)
+            else:
+                assert even == plain
+
+
+@pytest.mark.parametrize(("override", "expected"), [("", (32, 24)), ("block_r=16", (16, 0)),
+                                                   ("block_r=64,channels=40", (64, 40)),
+                                                   ("channels=0", (32, 0))])  # fmt: skip
+def test_an_override_of_block_r_gives_programs_all_their_lanes(
+    override: str, expected: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Channels the heuristic chose for its own block_r do not carry over to another one.
+    monkeypatch.setenv(TILE_ENV, override)
+    tile = choose_tile(
+        1, 8192, 2560, 16, hierarchical=False, multiprocessors=H200_SMS, even_grid=True
+    )
+    assert (tile.block_r, tile.channels) == expected
 
 
 @pytest.mark.parametrize(("architecture", "backend", "controller"), REFERENCE_FILE_ROWS)
@@ -331,6 +370,7 @@ def test_sweep_grid_is_small_and_starts_at_the_heuristic(
         multiprocessors=H200_SMS,
         light_passes=spec.fused,
         tma_loads=fused_gates,
+        even_grid=spec.fused,
     )
     if not spec.hierarchical:  # the time-split neighbours keep the default's loads
         assert all(tile.tma == tiles[0].tma for tile in tiles)

@@ -32,7 +32,7 @@ from samu_kernels.common.chunk import (
     _one_minus_exp2_twice,
     _one_minus_exp2_twice_short,
 )
-from samu_kernels.common.geometry import TILE_ENV
+from samu_kernels.common.geometry import TILE_ENV, Tile, choose_tile
 from samu_kernels.common.launch import tma_loadable
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
@@ -321,6 +321,25 @@ def test_geometry_override(
     monkeypatch.setenv(TILE_ENV, tile)
     problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
     assert_matches_reference(problem, backend, controller)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+def test_the_fused_rglru_gates_even_the_grid_out(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # WIDE on the interpreter's 4 multiprocessors: five 16-channel time-split programs would
+    # load one twice, so the heuristic gives RG-LRU's fused gates three programs of 24
+    # channels on 32 lanes (geometry.one_program_per_sm).
+    tiles: list[Tile] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Tile:
+        tiles.append(choose_tile(*args, **kwargs))
+        return tiles[-1]
+
+    monkeypatch.setattr(launch, "choose_tile", recording)
+    problem = make_problem("rglru", WIDE, torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(problem, "fused_fused_output_fused_write_shared_sfu_chunk8", None)
+    assert {(tile.block_r, tile.channels) for tile in tiles} == {(32, 24)}
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

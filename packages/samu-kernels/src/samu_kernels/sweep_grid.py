@@ -18,7 +18,8 @@ per thread: the SAMU
 backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
 twice and half the channels with the tile length that keeps them, one program per SM where
 16-channel programs would load some SMs twice (``geometry.one_program_per_sm``: programs
-owning fewer channels than their lanes), and the one-warp row walk they replace
+owning fewer channels than their lanes; for RG-LRU's fused gates, whose heuristic that is,
+the 16-channel programs, the neighbours cut from them), and the one-warp row walk they replace
 (``split=0``). ``chunks_per_program`` is a runtime argument (no
 recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
 the heuristic's other channels-per-thread choice (``light_passes``).
@@ -47,7 +48,7 @@ def sweep_tiles(
     batch, length, width = shape
     chunk = spec.chunk
 
-    def heuristic(light_passes: bool) -> Tile:
+    def heuristic(light_passes: bool, even_grid: bool = False) -> Tile:
         return heuristic_tile(
             batch,
             length,
@@ -57,12 +58,23 @@ def sweep_tiles(
             multiprocessors=multiprocessors,
             light_passes=light_passes,
             tma_loads=tma_loads,
+            even_grid=even_grid,
         )
 
-    base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
     if not spec.hierarchical:
-        even = one_program_per_sm(base, batch, width, chunk, multiprocessors=multiprocessors)
-        return _unique([base, *([] if even is None else [even]), *_split_neighbours(base)])
+        # The fused RG-LRU gates even the grid out, as the launcher decides; the neighbours
+        # are cut from the programs that own all their lanes.
+        whole = heuristic(spec.fused)
+        even = one_program_per_sm(whole, batch, width, chunk, multiprocessors=multiprocessors)
+        return _unique(
+            [
+                heuristic(spec.fused, even_grid=spec.fused),
+                whole,
+                *([] if even is None else [even]),
+                *_split_neighbours(whole),
+            ]
+        )
+    base = heuristic(spec.fused)  # the fused RG-LRU gates are light, as the launcher decides
     fewer_rows = replace(base, unroll=max(1, base.unroll // 2))
     runs = base.chunks_per_program
     return _unique(

@@ -170,6 +170,7 @@ class _Geometry:
             multiprocessors=_multiprocessors(u.device),
             light_passes=config.gate_mode == GateMode.RGLRU,
             tma_loads=config.gate_mode == GateMode.SAMU,
+            even_grid=config.gate_mode == GateMode.RGLRU,
         )
         if tile.channels and (config.hierarchical or not tile.split):
             raise ValueError(
