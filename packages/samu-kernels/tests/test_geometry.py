@@ -338,9 +338,15 @@ def test_an_even_grid_recuts_only_the_time_split_programs_it_evens_out() -> None
                 assert even == plain
 
 
-@pytest.mark.parametrize(("override", "expected"), [("", (32, 24)), ("block_r=16", (16, 0)),
-                                                   ("block_r=64,channels=40", (64, 40)),
-                                                   ("channels=0", (32, 0))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("", (32, 24)),
+        ("block_r=16", (16, 0)),
+        ("block_r=64,channels=40", (64, 40)),
+        ("channels=0", (32, 0)),
+    ],
+)
 def test_an_override_of_block_r_gives_programs_all_their_lanes(
     override: str, expected: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
