@@ -19,6 +19,7 @@ from samu_kernels.common.geometry import (
     TILE_ENV,
     TMA_STAGES,
     Tile,
+    balanced_programs,
     choose_tile,
     format_tile,
     heuristic_tile,
@@ -173,6 +174,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "lookback": 0,
         "tma": 0,
         "channels": 0,
+        "programs": 0,
     }
 
 
@@ -316,6 +318,23 @@ def test_one_program_per_sm_only_where_sixteen_channels_load_some_sms_twice() ->
     assert rglru[0].channels == 24
     assert heuristic_tile(*medium, 16, hierarchical=False, multiprocessors=H200_SMS) in rglru
     assert all(tile.channels <= tile.block_r for tile in rglru)
+
+
+def test_balanced_programs_only_where_blocks_load_some_sms_twice() -> None:
+    # The medium shape's 160 blocks of 16 channels as one 8-warp program per SM (1.21 blocks
+    # each); the short shape's 512 blocks and the long one's 128 get none. The sweep holds
+    # it beside the heuristic's whole-block programs.
+    short, medium, long = REFERENCE_SHAPES.values()
+    base = heuristic_tile(*medium, 32, hierarchical=False, multiprocessors=H200_SMS, tma_loads=True)
+    tile = balanced_programs(base, medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    assert tile is not None
+    assert (tile.programs, tile.block_r, tile.channels) == (H200_SMS, 16, 0)
+    assert (tile.split, tile.tile_rows, tile.forward_split, tile.tma) == (8, 256, 0, base.tma)
+    for batch, _length, width in (short, long):
+        assert balanced_programs(base, batch, width, 32, multiprocessors=H200_SMS) is None
+    sweep = sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
+    assert sweep[0] == base
+    assert tile in sweep
 
 
 def test_an_even_grid_recuts_only_the_time_split_programs_it_evens_out() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from kernel_cases import (
+    Problem,
     assert_matches_reference,
     assert_tma_loads_agree,
     make_problem,
@@ -215,6 +216,8 @@ def test_one_pass_hierarchical_forms_at_reference_shapes(
         "block_r=16,split=4,tile_rows=128,fwd_split=8",
         # Programs of 24 channels on 32 lanes (geometry.one_program_per_sm's form).
         "block_r=32,split=8,tile_rows=128,channels=24",
+        # Four balanced programs: shares of 1.5 or 14 blocks, cut blocks handed over.
+        "block_r=16,split=8,tile_rows=256,fwd_split=0,programs=4",
     ],
 )
 @pytest.mark.parametrize("shape", [(3, 1037, 300), (1, 9000, 96)])
@@ -251,6 +254,14 @@ def test_tiles_through_the_tma_equal_pointer_loads(
     assert_tma_loads_agree(problem, backend, controller, "", monkeypatch)
 
 
+def medium_problem(architecture: str) -> Problem:
+    """Fresh bf16 inputs of the medium reference shape, with resets and h0."""
+    return make_problem(
+        architecture, REFERENCE_SHAPES["state2560_medium"], torch.bfloat16, CUDA, resets=True,
+        h0=True,
+    )  # fmt: skip
+
+
 @pytest.mark.usefixtures("poisoned_buffers")
 @pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
 def test_programs_of_fewer_channels_through_the_tma_equal_pointer_loads(
@@ -258,12 +269,30 @@ def test_programs_of_fewer_channels_through_the_tma_equal_pointer_loads(
 ) -> None:
     # The medium reference shape as 107 programs of 24 channels on 32 lanes: box starts 48
     # bytes apart, the lanes past 24 holding the neighbour's channels (never stored).
-    problem = make_problem(
-        architecture, REFERENCE_SHAPES["state2560_medium"], torch.bfloat16, CUDA, resets=True,
-        h0=True,
-    )  # fmt: skip
     tile = "block_r=32,split=8,tile_rows=128,channels=24"
-    assert_tma_loads_agree(problem, backend, controller, tile, monkeypatch)
+    assert_tma_loads_agree(medium_problem(architecture), backend, controller, tile, monkeypatch)
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
+def test_balanced_programs_equal_the_whole_block_programs(
+    architecture: str, backend: str, controller: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The medium reference shape's 160 blocks on one program per SM: every cut block's
+    # carry is the state (and gradient) the whole-block program reaches there, so output,
+    # final state and input gradients are its bits; the parameter gradients add two
+    # partial sums per cut block, within the reference's tolerance.
+    problem = medium_problem(architecture)
+    whole_blocks = "block_r=16,split=8,tile_rows=256,fwd_split=0"
+    monkeypatch.setenv(TILE_ENV, whole_blocks)
+    whole = run(problem, backend, controller)
+    programs = torch.cuda.get_device_properties(CUDA).multi_processor_count
+    monkeypatch.setenv(TILE_ENV, f"{whole_blocks},programs={programs}")
+    balanced = assert_matches_reference(problem, backend, controller)
+    sequences = {"output", "final_state", "grad_h0", "grad_u", "grad_y"}
+    sequences |= {"grad_gate_x_logits", "grad_gate_a_logits"}
+    for name in sequences & whole.keys():
+        assert torch.equal(balanced[name], whole[name]), name
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

@@ -343,6 +343,65 @@ def test_the_fused_rglru_gates_even_the_grid_out(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "backend", "controller", "tile"),
+    [
+        # [2, 37, 19] in 4 blocks of 16 channels and 5 tiles of 8 rows, on 3 programs: every
+        # program cuts a block, forward and backward (whose shares count from the end).
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=8,programs=3",
+        ),
+        # The forward's own tiles (16 rows on 2 warps: 3 tiles) cut elsewhere than the
+        # backward's; 24 programs for 4 blocks: one each, unbalanced.
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=8,fwd_split=2,programs=2",
+        ),
+        (
+            "samu",
+            "fused_output_fused_write_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=8,programs=24",
+        ),
+        # RG-LRU's fused gates without fused_write (saved states), 7-channel programs.
+        ("rglru", "fused_chunk8", None, "split=2,tile_rows=8,channels=7,programs=5"),
+        ("samu", "fused_output_chunk8", "reference", "split=1,block_r=16,tile_rows=8,programs=3"),
+    ],
+)
+def test_balanced_programs_hand_cut_blocks_over(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    tile: str,
+    monkeypatch: pytest.MonkeyPatch,
+    device: torch.device,
+) -> None:
+    monkeypatch.setenv(TILE_ENV, tile)
+    problem = make_problem(architecture, (2, 37, 19), torch.float32, device, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
+
+
+def test_balanced_programs_compute_the_whole_block_programs_states(
+    monkeypatch: pytest.MonkeyPatch, device: torch.device
+) -> None:
+    # A cut block's carry is the state the whole-block program reaches at the cut: output,
+    # final state and input gradients bit for bit; the parameter gradients sum two partials.
+    problem = make_problem("samu", (2, 37, 19), torch.float32, device, resets=True, h0=True)
+    backend = "fused_output_fused_write_shared_sfu_chunk8"
+    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=8")
+    whole = run(problem, backend, "fp32_fused_coords")
+    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=8,programs=3")
+    balanced = run(problem, backend, "fp32_fused_coords")
+    for name in ("output", "final_state", "grad_u", "grad_y", "grad_h0"):
+        assert torch.equal(balanced[name], whole[name]), name
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
 def test_lookback_composes_several_blocks_of_summaries(
     monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
@@ -451,6 +510,7 @@ def test_time_split_layouts_through_the_tma_equal_pointer_loads(
             "needs time-split programs",
         ),
         ("fused_output_fused_write_chunk8", "split=1,block_r=16,channels=24", "exceeds"),
+        ("fused_output_fused_write_chunk8", "split=0,programs=1", "needs time-split programs"),
     ],
 )
 def test_bad_time_split_geometries_are_refused(

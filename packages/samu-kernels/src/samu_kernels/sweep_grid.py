@@ -19,7 +19,8 @@ backward's 242 registers at 16 become 155 at 8, three programs per SM instead of
 twice and half the channels with the tile length that keeps them, one program per SM where
 16-channel programs would load some SMs twice (``geometry.one_program_per_sm``: programs
 owning fewer channels than their lanes; for RG-LRU's fused gates, whose heuristic that is,
-the 16-channel programs, the neighbours cut from them), and the one-warp row walk they replace
+the 16-channel programs, the neighbours cut from them; and ``geometry.balanced_programs``:
+one program per SM scanning a share of the blocks' tiles), and the one-warp row walk they replace
 (``split=0``). ``chunks_per_program`` is a runtime argument (no
 recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
 the heuristic's other channels-per-thread choice (``light_passes``).
@@ -30,7 +31,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from samu_kernels.backends import parse_backend
-from samu_kernels.common.geometry import MIN_BLOCK_R, Tile, heuristic_tile, one_program_per_sm
+from samu_kernels.common.geometry import (
+    MIN_BLOCK_R,
+    Tile,
+    balanced_programs,
+    heuristic_tile,
+    one_program_per_sm,
+)
 from samu_kernels.common.launch import TMA_BOX_LIMIT
 
 MAX_GEOMETRIES = 12
@@ -66,11 +73,12 @@ def sweep_tiles(
         # are cut from the programs that own all their lanes.
         whole = heuristic(spec.fused)
         even = one_program_per_sm(whole, batch, width, chunk, multiprocessors=multiprocessors)
+        balanced = balanced_programs(whole, batch, width, chunk, multiprocessors=multiprocessors)
         return _unique(
             [
                 heuristic(spec.fused, even_grid=spec.fused),
                 whole,
-                *([] if even is None else [even]),
+                *[tile for tile in (even, balanced) if tile is not None],
                 *_split_neighbours(whole),
             ]
         )

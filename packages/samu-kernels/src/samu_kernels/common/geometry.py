@@ -9,6 +9,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="lookback=2"
     SAMU_KERNELS_TILE="tma=3"
     SAMU_KERNELS_TILE="block_r=32,channels=24,split=8,tile_rows=128"
+    SAMU_KERNELS_TILE="programs=132,split=8,tile_rows=256,fwd_split=0"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -33,7 +34,10 @@ Tensor Memory Accelerator, that many tiles in flight, where the GPU and the tens
 ``launch.tile_sources``) and ``channels`` (time-split programs: the channels each program
 owns, 1..block_r, its other lanes masked; 0: block_r. C < block_r evens out grids where
 16-channel programs load some SMs twice, :func:`one_program_per_sm`; give ``block_r`` with
-it, the heuristic's may be smaller). Keys left out keep the heuristic's value.
+it, the heuristic's may be smaller) and ``programs`` (time-split programs: at most that many
+programs; where the problem has more channel blocks, each program scans a contiguous share of
+their tiles, a block cut between two programs handing its state over, ``split.py``; 0: one
+program per block). Keys left out keep the heuristic's value.
 """
 
 from __future__ import annotations
@@ -162,6 +166,7 @@ _KEYS = {
     "lookback": "lookback",
     "tma": "tma",
     "channels": "channels",
+    "programs": "programs",
 }
 
 
@@ -197,7 +202,11 @@ class Tile:
     (``tl.range(num_stages=N)``), where ``launch.tile_sources`` finds the GPU and the tensors
     able to (else pointers). channels (time-split programs only): the consecutive channels
     each program owns, at most block_r (the lanes past them are loaded, through the TMA, and
-    never stored); 0 for block_r. B * cdiv(R, channels) programs.
+    never stored); 0 for block_r. B * cdiv(R, channels) programs. programs (time-split
+    programs only): at most that many programs: where B * cdiv(R, channels) channel blocks
+    are more, each program scans a contiguous share of the blocks' tiles (block-major), a
+    block cut between two programs handing its state over (``split.forward_split_kernel``);
+    0: one program per block.
     """
 
     block_r: int
@@ -214,6 +223,7 @@ class Tile:
     lookback: int = 0
     tma: int = 0
     channels: int = 0
+    programs: int = 0
 
     @property
     def program_channels(self) -> int:
@@ -348,6 +358,26 @@ def one_program_per_sm(
     )
 
 
+def balanced_programs(
+    base: Tile, batch: int, width: int, chunk: int, *, multiprocessors: int
+) -> Tile | None:
+    """``base`` (a time-split tile) as one program per multiprocessor where its blocks would
+    load some SMs twice (B * cdiv(R, channels) between the SMs and twice as many): each
+    program scans a contiguous share of the blocks' tiles (``Tile.programs``), a block cut
+    between two programs handing its state over, on SPLIT_WARPS_ALONE warps with the forward
+    on the same. [1, 8192, 2560] on 132 SMs: 160 blocks of 16 channels, 1.21 per program.
+    None where the grid is already even. Not the heuristic's: on an H100 (2026-12-06,
+    docs/performance.md, "Balanced programs, timed") it was 1.18-1.25x slower than the
+    whole-block programs on the medium reference shape; the ``--sweep`` grid holds it."""
+    blocks = batch * -(-width // base.program_channels)
+    if not multiprocessors < blocks < 2 * multiprocessors:
+        return None
+    split, tile_rows = _split_rows(base.block_r, SPLIT_WARPS_ALONE, chunk)
+    return replace(
+        base, split=split, tile_rows=tile_rows, forward_split=0, programs=multiprocessors
+    )
+
+
 def parse_tile_override(text: str) -> dict[str, int]:
     """``"block_r=64,stages=3"`` -> ``{"block_r": 64, "num_stages": 3}`` (Tile field names).
 
@@ -397,7 +427,7 @@ def parse_tile_override(text: str) -> dict[str, int]:
                     f"{TILE_ENV}: tma must be 0 (pointer loads) or 2..{MAX_TMA_STAGES} (tiles "
                     f"in flight through the Tensor Memory Accelerator), got {value}"
                 )
-        elif key in ("prefetch", "channels"):
+        elif key in ("prefetch", "channels", "programs"):
             if value < 0:
                 raise ValueError(f"{TILE_ENV}: {key} must be >= 0, got {value}")
         elif value < 1:

@@ -172,11 +172,12 @@ class _Geometry:
             tma_loads=config.gate_mode == GateMode.SAMU,
             even_grid=config.gate_mode == GateMode.RGLRU,
         )
-        if tile.channels and (config.hierarchical or not tile.split):
-            raise ValueError(
-                f"{TILE_ENV}: channels={tile.channels} needs time-split programs (split > 0 and "
-                "a name without hierarchical)"
-            )
+        for key, value in (("channels", tile.channels), ("programs", tile.programs)):
+            if value and (config.hierarchical or not tile.split):
+                raise ValueError(
+                    f"{TILE_ENV}: {key}={value} needs time-split programs (split > 0 and a "
+                    "name without hierarchical)"
+                )
         if tile.channels > tile.block_r:
             raise ValueError(
                 f"{TILE_ENV}: channels={tile.channels} exceeds the program's lanes "
@@ -192,6 +193,27 @@ class _Geometry:
             triton.cdiv(width, tile.program_channels),
             tile,
         )
+
+    @property
+    def n_blocks(self) -> int:
+        """(batch row, channel block) pairs: the time-split programs, unless balanced."""
+        return self.batch * self.n_rb
+
+    @property
+    def balanced(self) -> bool:
+        """Whether the time-split programs are fewer than the channel blocks
+        (``Tile.programs``), each scanning a contiguous share of their tiles."""
+        return 0 < self.tile.programs < self.n_blocks
+
+    def split_handover(self, like: torch.Tensor) -> tuple[int, dict[str, Any], tuple[Any, ...]]:
+        """(programs, constexprs, CARRY and FLAG) of a time-split launch: balanced, the
+        blocks' carries fp32 [B, R] and their flags int32 [n_blocks] (zeroed); else one
+        program per block and ``like`` for both (never read)."""
+        if not self.balanced:
+            return self.n_blocks, {"BALANCED": False}, (like, like)
+        carry = new_buffer(like, (self.batch, self.width), torch.float32)
+        flag = zeroed_buffer(like, (self.n_blocks,), torch.int32)
+        return self.tile.programs, {"BALANCED": True}, (carry, flag)
 
     def scratch(self, like: torch.Tensor, config: ScanConfig, n_programs: int) -> torch.Tensor:
         """The fused_write backward's per-program [T, BLOCK_R] fp32 rows of recomputed
@@ -354,6 +376,8 @@ def launch_forward(
     sizes = (geo.length, geo.width, geo.n_chunks)
     if not config.hierarchical:
         # Time-split programs (split.py) unless the tile asks for the one-warp row walk.
+        handover: tuple[Any, ...] = sizes
+        programs = geo.n_blocks
         if geo.tile.split:
             kernel = split.forward_split_kernel
             u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = pointers
@@ -361,15 +385,18 @@ def launch_forward(
                 config, (u_, gate_x_, gate_a_, y_, reset_), has_resets=reset is not None
             )
             pointers = [u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_]
+            programs, balance_flags, carry_and_flag = geo.split_handover(u)
+            handover = (*carry_and_flag, *sizes, geo.n_blocks)
+            flags |= balance_flags
         else:
             kernel = kernels.forward_sequential_kernel
-        wrap(kernel)[(geo.batch * geo.n_rb,)](
+        wrap(kernel)[(programs,)](
             *pointers,
             _or(h0, u),
             result.output,
             result.final_state,
             result.saved,
-            *sizes,
+            *handover,
             HAS_H0=h0 is not None,
             FUSED_WRITE=config.fused_write,
             **flags,
@@ -545,11 +572,14 @@ def launch_backward(
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
-        partial = new_buffer(u, (geo.batch, config.num_partials, geo.width), torch.float32)
-        n_programs = geo.batch * geo.n_rb
+        # Balanced time-split programs write two rows per block (split.backward_split_kernel).
+        partial_rows = 2 * geo.batch if geo.tile.split and geo.balanced else geo.batch
+        partial = new_buffer(u, (partial_rows, config.num_partials, geo.width), torch.float32)
+        n_programs = geo.n_blocks
         # Time-split programs (split.py) keep a tile's states in registers; the row walk
         # rereads a recomputed chunk from its scratch rows.
         saved_: Any = saved
+        handover: tuple[Any, ...] = sizes
         if geo.tile.split:
             kernel = split.backward_split_kernel
             flags = geo.split_flags(
@@ -568,7 +598,9 @@ def launch_backward(
             u_, gate_x_, gate_a_, y_, reset_, grad_output_ = sources[:6]
             saved_ = saved if config.fused_write else sources[6]
             inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output_)
-            flags |= load_flags
+            n_programs, balance_flags, carry_and_flag = geo.split_handover(u)
+            handover = (*carry_and_flag, *sizes, geo.n_blocks)
+            flags |= load_flags | balance_flags
         else:
             kernel = kernels.backward_sequential_kernel
             scratch_rows = (geo.scratch(u, config, n_programs),)
@@ -580,7 +612,7 @@ def launch_backward(
             *outputs,
             grads.d_h0,
             partial,
-            *sizes,
+            *handover,
             FUSED_WRITE=config.fused_write,
             **flags,
         )

@@ -35,6 +35,11 @@ host-side tensor descriptor, N tiles in flight (``tl.range(num_stages=N)``), the
 shared memory into the row form (:func:`tiles.load_tile_boxes`); on the lanes a program owns
 the values are the pointer loads' bit for bit, and so is everything stored.
 
+With ``programs=N`` in the geometry (balanced programs, an override measured slower than one
+program per block: docs/performance.md, "Balanced programs, timed"), N programs each scan a
+contiguous share of the blocks' tiles, a block cut between two of them handed over through a
+carry and a flag (:func:`share_of_program`, :func:`entering_state`, :func:`leaving_state`).
+
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
 :func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tile rows.
 """
@@ -52,6 +57,7 @@ from samu_kernels.common.chunk import (
     output_of,
     store_partials,
 )
+from samu_kernels.common.summaries import raise_flag, wait_for_flag
 from samu_kernels.common.tiles import (
     box_rows,
     enter_segments,
@@ -72,6 +78,33 @@ from samu_kernels.common.tiles import (
 
 
 @triton.jit
+def share_of_program(pid, n_blocks, n_tiles, BACKWARD: tl.constexpr):
+    """(first block, last block, first tile, end tile) of program ``pid``'s share of the
+    flattened work of a balanced launch: block-major tiles, n_blocks * n_tiles of them, cut
+    into tl.num_programs(0) <= n_blocks contiguous shares, so that a share spans at least one
+    block and cuts a block at most once; its tiles are [first tile, end tile) of the
+    flattened order. The backward counts the shares from the end, so that in both
+    directions a cut block's carry is handed from a lower program id to a higher one."""
+    total = n_blocks.to(tl.int64) * n_tiles
+    programs = tl.num_programs(0)
+    lower = pid * total // programs
+    upper = (pid + 1) * total // programs
+    if BACKWARD:
+        lower, upper = total - upper, total - lower
+    first_block = (lower // n_tiles).to(tl.int32)
+    return first_block, ((upper - 1) // n_tiles).to(tl.int32), lower, upper
+
+
+@triton.jit
+def piece_of(block, n_tiles, share_start, share_end):
+    """The tiles [first, end) of channel block ``block`` that a share of the flattened work
+    ([share_start, share_end), :func:`share_of_program`) covers."""
+    first = tl.maximum(share_start - block * n_tiles, 0).to(tl.int32)
+    end = tl.minimum(share_end - block * n_tiles, n_tiles).to(tl.int32)
+    return first, end
+
+
+@triton.jit
 def forward_split_kernel(
     U,
     GATE_X,
@@ -84,9 +117,12 @@ def forward_split_kernel(
     OUT,
     FINAL,
     SAVED,
+    CARRY,
+    FLAG,
     L,
     R: tl.constexpr,
     n_chunks,
+    n_blocks,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -101,34 +137,77 @@ def forward_split_kernel(
     FUSED_WRITE: tl.constexpr,
     DESCRIBED: tl.constexpr,
     TILE_STAGES: tl.constexpr,
+    BALANCED: tl.constexpr,
 ):
-    """Forward of one (batch row, channel block: CHANNELS channels on BLOCK_R lanes, the rest
-    masked, ``Tile.channels``): its tiles of TILE rows (a multiple of the
-    chunk T) in order, each cut into SEGMENTS segments scanned side by side by the program's
-    threads (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes
-    to SAVED. DESCRIBED: U, GATE_X, GATE_A and Y are tensor descriptors, each tile loaded as
-    one box per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``; RESET stays a
+    """Forward of the time-split programs. Without BALANCED, program i scans (batch row,
+    channel block) i: CHANNELS channels on BLOCK_R lanes, the rest masked (``Tile.channels``;
+    n_blocks programs). With BALANCED, fewer programs than blocks (``Tile.programs``) each
+    scan a contiguous share of the block-major tiles (:func:`share_of_program`): the tail of
+    a block whose head the previous program scans, whole blocks, the head of a block the
+    next program finishes. A program scans its share's last block first: the head's state
+    after its last tile goes to CARRY [B, R] (fp32) and raises its block's flag in FLAG
+    [n_blocks] (int32, zeroed), and the tail, scanned last, waits for it (its predecessor
+    scanned that head first, so the wait is short). Every state is the one the whole-block
+    program computes, bit for bit. See :func:`_forward_piece` for the scan."""
+    n_tiles = tl.cdiv(L, TILE)
+    if BALANCED:
+        first_block, last_block, share_start, share_end = share_of_program(
+            tl.program_id(0), n_blocks, n_tiles, False
+        )
+        for i in range(last_block - first_block + 1):
+            block = last_block - i
+            first_tile, end_tile = piece_of(block, n_tiles, share_start, share_end)
+            _forward_piece(
+                U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY,
+                FLAG, block, first_tile, end_tile, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE,
+                T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, HAS_H0,
+                FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
+            )  # fmt: skip
+    else:
+        _forward_piece(
+            U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG,
+            tl.program_id(0), 0, n_tiles, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE,
+            SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, HAS_H0, FUSED_WRITE,
+            DESCRIBED, TILE_STAGES, False,
+        )  # fmt: skip
+
+
+@triton.jit
+def _forward_piece(
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG, block,
+    first_tile, end_tile, n_tiles, L, R: tl.constexpr, n_chunks, GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
+    BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr, HAS_H0: tl.constexpr,
+    FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr, TILE_STAGES: tl.constexpr,
+    CUT: tl.constexpr,
+):  # fmt: skip
+    """Tiles [first_tile, end_tile) of (batch row, channel block) ``block``, in order, each
+    cut into SEGMENTS segments scanned side by side by the program's threads
+    (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes to SAVED.
+    The state entering the first tile is h0 (or zero), or with CUT and a first tile past 0
+    the carry another program published for this block (CARRY, FLAG); the state after the
+    last goes to FINAL, or with CUT and an end before the block's last tile to CARRY.
+    DESCRIBED: U, GATE_X, GATE_A and Y are tensor descriptors, each tile loaded as one box
+    per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``; RESET stays a
     pointer); else pointers, the next tile's rows loaded while this one is computed."""
     S: tl.constexpr = TILE // SEGMENTS
-    n_tiles = tl.cdiv(L, TILE)
     (b, _offs_r, _col_mask, columns, column_mask, decay_scale, _a_param_factor, w_a, w_x, b_a,
      b_x, skip, _channel_decay_scale) = program_constants(
-        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
+        block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    final_row = state_vector(FINAL, b, 0, columns, R, 1)
-    if HAS_H0:
-        h = tl.load(state_vector(H0, b, 0, columns, R, 1), mask=column_mask, other=0.0)
-    else:
-        h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
-    column0 = channel_block_start(tl.program_id(0), R, CHANNELS)
+    h = entering_state(
+        H0, CARRY, FLAG, block, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT
+    )
+    column0 = channel_block_start(block, R, CHANNELS)
     if not DESCRIBED:
         # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
         # iteration reloads the last tile instead of reading past the end).
         next_rows = load_tile_rows(
-            U, GATE_X, GATE_A, Y, RESET, U, b, 0, columns, column_mask, L, R, TILE, S,
+            U, GATE_X, GATE_A, Y, RESET, U, b, first_tile, columns, column_mask, L, R, TILE, S,
             SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, False,
         )  # fmt: skip
-    for tile in tl.range(0, n_tiles, num_stages=TILE_STAGES):
+    for tile in tl.range(first_tile, end_tile, num_stages=TILE_STAGES):
         if DESCRIBED:
             rows = load_tile_boxes(
                 U, GATE_X, GATE_A, Y, RESET, U, b, tile, column0, L, TILE, S, SEGMENTS,
@@ -137,7 +216,7 @@ def forward_split_kernel(
         else:
             rows = next_rows
             next_rows = load_tile_rows(
-                U, GATE_X, GATE_A, Y, RESET, U, b, tl.minimum(tile + 1, n_tiles - 1), columns,
+                U, GATE_X, GATE_A, Y, RESET, U, b, tl.minimum(tile + 1, end_tile - 1), columns,
                 column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
                 FULL_TILES, False,
             )  # fmt: skip
@@ -171,7 +250,9 @@ def forward_split_kernel(
             out = output_of(state, y, skip_u, u_rows[k], skip, GATE_MODE, OUT_MODE)
             tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
             before = state
-    tl.store(final_row, h, mask=first_segment(column_mask, BLOCK_R))
+    leaving_state(
+        FINAL, CARRY, FLAG, block, b, columns, column_mask, R, end_tile < n_tiles, h, BLOCK_R, CUT
+    )
 
 
 @triton.jit
@@ -192,9 +273,12 @@ def backward_split_kernel(
     D_Y,
     D_H0,
     PARTIAL,
+    CARRY,
+    FLAG,
     L,
     R: tl.constexpr,
     n_chunks,
+    n_blocks,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -208,32 +292,76 @@ def backward_split_kernel(
     FUSED_WRITE: tl.constexpr,
     DESCRIBED: tl.constexpr,
     TILE_STAGES: tl.constexpr,
+    BALANCED: tl.constexpr,
 ):
-    """Backward of one (batch row, channel block): its tiles from the last, segments as in
-    the forward, the states recomputed from the checkpoint of the tile's first chunk
-    (FUSED_WRITE); one row of PARTIAL per program (its batch row's, like
-    ``backward_sequential_kernel``). DESCRIBED: as the forward's, GRAD_OUT and (without
-    FUSED_WRITE) SAVED too."""
+    """Backward of the time-split programs, their tiles from the last (:func:`_backward_piece`).
+    Without BALANCED, program i takes (batch row, channel block) i and writes row i's batch
+    row of PARTIAL [B, P, R] (like ``backward_sequential_kernel``). With BALANCED, shares as
+    the forward's (:func:`share_of_program`, counted from the last tile), a share's first
+    block first: the tail of a cut block hands the gradient entering its first row to the
+    head (CARRY [B, R], FLAG [n_blocks], zeroed), scanned last by the next program; a block's
+    partial sums go to PARTIAL [2 B, P, R] row 2 b from the piece that starts at its first
+    tile, row 2 b + 1 from a tail (zeros where the block is whole), summed in order by the
+    launcher. DESCRIBED: as the forward's, GRAD_OUT and (without FUSED_WRITE) SAVED too."""
+    n_tiles = tl.cdiv(L, TILE)
+    if BALANCED:
+        first_block, last_block, share_start, share_end = share_of_program(
+            tl.program_id(0), n_blocks, n_tiles, True
+        )
+        for block in range(first_block, last_block + 1):
+            first_tile, end_tile = piece_of(block, n_tiles, share_start, share_end)
+            _backward_piece(
+                U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
+                D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, CARRY, FLAG, block, first_tile, end_tile,
+                n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R,
+                CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED,
+                TILE_STAGES, True,
+            )  # fmt: skip
+    else:
+        _backward_piece(
+            U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
+            D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, CARRY, FLAG, tl.program_id(0), 0, n_tiles,
+            n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS,
+            SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, False,
+        )  # fmt: skip
+
+
+@triton.jit
+def _backward_piece(
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U, D_GATE_X,
+    D_GATE_A, D_Y, D_H0, PARTIAL, CARRY, FLAG, block, first_tile, end_tile, n_tiles, L,
+    R: tl.constexpr, n_chunks, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr,
+    T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr,
+    CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr, HAS_RESETS: tl.constexpr,
+    FULL_TILES: tl.constexpr, FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr,
+    TILE_STAGES: tl.constexpr, CUT: tl.constexpr,
+):  # fmt: skip
+    """Tiles [first_tile, end_tile) of (batch row, channel block) ``block`` from the last,
+    segments as in the forward, the states recomputed from the checkpoint of the tile's
+    first chunk (FUSED_WRITE). The gradient entering the last row is the final state's, or
+    with CUT and an end before the block's last tile the carry another program published;
+    the one leaving the first row is dL/dh0, or with CUT and a first tile past 0 published
+    (CARRY, FLAG) for the program scanning the block's head."""
     S: tl.constexpr = TILE // SEGMENTS
     CHUNKS_PER_TILE: tl.constexpr = TILE // T
-    n_tiles = tl.cdiv(L, TILE)
     (b, offs_r, col_mask, columns, column_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x,
      skip, channel_decay_scale) = program_constants(
-        tl.program_id(0), CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
+        block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    final_row = state_vector(GRAD_FINAL, b, 0, columns, R, 1)
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
-    carry = tl.load(final_row, mask=column_mask, other=0.0)
+    carry = entering_state(
+        GRAD_FINAL, CARRY, FLAG, block, b, columns, column_mask, R, end_tile < n_tiles, True, CUT
+    )
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
-    column0 = channel_block_start(tl.program_id(0), R, CHANNELS)
+    column0 = channel_block_start(block, R, CHANNELS)
     if not DESCRIBED:
         next_rows = load_tile_rows(
-            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, n_tiles - 1, columns, column_mask, L, R,
+            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, end_tile - 1, columns, column_mask, L, R,
             TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, True,
         )  # fmt: skip
-    for i in tl.range(0, n_tiles, num_stages=TILE_STAGES):
-        tile = n_tiles - 1 - i
+    for i in tl.range(first_tile, end_tile, num_stages=TILE_STAGES):
+        tile = end_tile - 1 - (i - first_tile)
         if DESCRIBED:
             rows = load_tile_boxes(
                 U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, L, TILE, S,
@@ -242,9 +370,9 @@ def backward_split_kernel(
         else:
             rows = next_rows
             next_rows = load_tile_rows(
-                U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tl.maximum(tile - 1, 0), columns,
-                column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS,
-                FULL_TILES, True,
+                U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tl.maximum(tile - 1, first_tile),
+                columns, column_mask, L, R, TILE, S, SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE,
+                HAS_RESETS, FULL_TILES, True,
             )  # fmt: skip
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
@@ -296,13 +424,73 @@ def backward_split_kernel(
             )  # fmt: skip
             accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
     # dL/dh0 = a_0 dL/dh_0 = c_0.
-    d_h0_row = state_vector(D_H0, b, 0, columns, R, 1)
-    tl.store(d_h0_row, carry, mask=first_segment(column_mask, BLOCK_R))
+    leaving_state(
+        D_H0, CARRY, FLAG, block, b, columns, column_mask, R, first_tile > 0, carry, BLOCK_R, CUT
+    )
     acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
+    s_decay = sum_segments(acc_decay, SEGMENTS, BLOCK_R)
+    s_wa = sum_segments(acc_wa, SEGMENTS, BLOCK_R)
+    s_wx = sum_segments(acc_wx, SEGMENTS, BLOCK_R)
+    s_ba = sum_segments(acc_ba, SEGMENTS, BLOCK_R)
+    s_bx = sum_segments(acc_bx, SEGMENTS, BLOCK_R)
+    s_skip = sum_segments(acc_skip, SEGMENTS, BLOCK_R)
+    row = b
+    if CUT:
+        # Row 2 b: the piece from the block's first tile; 2 b + 1: a tail, or zeros where
+        # the block is whole.
+        row = 2 * b + (first_tile > 0).to(tl.int32)
+        if first_tile == 0 and end_tile == n_tiles:
+            nothing = tl.zeros([BLOCK_R], dtype=tl.float32)
+            store_partials(
+                PARTIAL, row + 1, offs_r, col_mask, R, a_param_factor, channel_decay_scale,
+                nothing, nothing, nothing, nothing, nothing, nothing, GATE_MODE,
+            )  # fmt: skip
     store_partials(
-        PARTIAL, b, offs_r, col_mask, R, a_param_factor, channel_decay_scale,
-        sum_segments(acc_decay, SEGMENTS, BLOCK_R), sum_segments(acc_wa, SEGMENTS, BLOCK_R),
-        sum_segments(acc_wx, SEGMENTS, BLOCK_R), sum_segments(acc_ba, SEGMENTS, BLOCK_R),
-        sum_segments(acc_bx, SEGMENTS, BLOCK_R), sum_segments(acc_skip, SEGMENTS, BLOCK_R),
-        GATE_MODE,
+        PARTIAL, row, offs_r, col_mask, R, a_param_factor, channel_decay_scale, s_decay, s_wa,
+        s_wx, s_ba, s_bx, s_skip, GATE_MODE,
     )  # fmt: skip
+
+
+@triton.jit
+def _start_state(START, b, columns, column_mask, R, HAS_START: tl.constexpr):
+    """The [SEGMENTS * BLOCK_R] tile vector of row b of START [B, R] (fp32), or zeros."""
+    state = tl.zeros(columns.shape, dtype=tl.float32)
+    if HAS_START:
+        state = tl.load(state_vector(START, b, 0, columns, R, 1), mask=column_mask, other=0.0)
+    return state
+
+
+@triton.jit
+def entering_state(START, CARRY, FLAG, block, b, columns, column_mask, R, handed_over,
+                   HAS_START: tl.constexpr, CUT: tl.constexpr):  # fmt: skip
+    """The state (or gradient) entering a piece of channel block ``block``, as a tile vector:
+    row b of START [B, R] (h0 or the final state's gradient; zeros without HAS_START), or
+    with CUT where ``handed_over`` (the piece starts where another program's ended) row b of
+    CARRY [B, R], once that program has raised FLAG[block]."""
+    if CUT:
+        if handed_over:
+            wait_for_flag(FLAG + block)
+            state = tl.load(state_vector(CARRY, b, 0, columns, R, 1), mask=column_mask, other=0.0)
+        else:
+            state = _start_state(START, b, columns, column_mask, R, HAS_START)
+    else:
+        state = _start_state(START, b, columns, column_mask, R, HAS_START)
+    return state
+
+
+@triton.jit
+def leaving_state(END, CARRY, FLAG, block, b, columns, column_mask, R, handed_over, state,
+                  BLOCK_R: tl.constexpr, CUT: tl.constexpr):  # fmt: skip
+    """Store the state (or gradient) leaving a piece of channel block ``block`` (a tile
+    vector, every segment holding it) as row b of END [B, R] (the final state, or dL/dh0),
+    or with CUT where ``handed_over`` (another program scans on from here) as row b of CARRY
+    [B, R], raising FLAG[block] after it."""
+    mask = first_segment(column_mask, BLOCK_R)
+    if CUT:
+        if handed_over:
+            tl.store(state_vector(CARRY, b, 0, columns, R, 1), state, mask=mask)
+            raise_flag(FLAG + block)
+        else:
+            tl.store(state_vector(END, b, 0, columns, R, 1), state, mask=mask)
+    else:
+        tl.store(state_vector(END, b, 0, columns, R, 1), state, mask=mask)
