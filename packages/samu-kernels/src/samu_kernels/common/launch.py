@@ -202,7 +202,8 @@ class _Geometry:
     @property
     def balanced(self) -> bool:
         """Whether the time-split programs are fewer than the channel blocks
-        (``Tile.programs``), each scanning a contiguous share of their tiles."""
+        (``Tile.programs``, which :meth:`of` allows with time-split programs only), each
+        scanning a contiguous share of their tiles."""
         return 0 < self.tile.programs < self.n_blocks
 
     def split_handover(self, like: torch.Tensor) -> tuple[int, dict[str, Any], tuple[Any, ...]]:
@@ -573,7 +574,7 @@ def launch_backward(
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
         # Balanced time-split programs write two rows per block (split.backward_split_kernel).
-        partial_rows = 2 * geo.batch if geo.tile.split and geo.balanced else geo.batch
+        partial_rows = 2 * geo.batch if geo.balanced else geo.batch
         partial = new_buffer(u, (partial_rows, config.num_partials, geo.width), torch.float32)
         n_programs = geo.n_blocks
         # Time-split programs (split.py) keep a tile's states in registers; the row walk

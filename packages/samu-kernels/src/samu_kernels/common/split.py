@@ -164,6 +164,7 @@ def forward_split_kernel(
                 FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
             )  # fmt: skip
     else:
+        # One piece, no loop around the tile loop: the whole-block kernel compiles as before.
         _forward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG,
             tl.program_id(0), 0, n_tiles, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE,
