@@ -483,6 +483,9 @@ def test_tiles_through_descriptors_equal_pointer_loads(
         # Programs of 12 channels on 16 lanes: boxes start 48 bytes apart, the last one
         # half past R.
         "split=1,block_r=16,tile_rows=16,channels=12",
+        # Three blocks of 8, 8 and 4 channels (3 tiles of 32 rows each) on two balanced
+        # programs: the middle block cut after its first tile.
+        "split=1,block_r=16,tile_rows=16,channels=8,programs=2",
     ],
 )
 def test_time_split_layouts_through_the_tma_equal_pointer_loads(
