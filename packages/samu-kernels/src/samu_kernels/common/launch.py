@@ -206,15 +206,17 @@ class _Geometry:
         scanning a contiguous share of their tiles."""
         return 0 < self.tile.programs < self.n_blocks
 
-    def split_handover(self, like: torch.Tensor) -> tuple[int, dict[str, Any], tuple[Any, ...]]:
-        """(programs, constexprs, CARRY and FLAG) of a time-split launch: balanced, the
-        blocks' carries fp32 [B, R] and their flags int32 [n_blocks] (zeroed); else one
-        program per block and ``like`` for both (never read)."""
+    def split_handover(self, like: torch.Tensor) -> tuple[int, tuple[Any, ...], dict[str, Any]]:
+        """(programs, trailing arguments, constexpr) of a time-split launch: the arguments
+        CARRY, FLAG, L, R, n_chunks, n_blocks; balanced, the blocks' carries fp32 [B, R] and
+        their flags int32 [n_blocks] (zeroed), else one program per block and ``like`` for
+        CARRY and FLAG (never read)."""
+        sizes = (self.length, self.width, self.n_chunks, self.n_blocks)
         if not self.balanced:
-            return self.n_blocks, {"BALANCED": False}, (like, like)
+            return self.n_blocks, (like, like, *sizes), {"BALANCED": False}
         carry = new_buffer(like, (self.batch, self.width), torch.float32)
         flag = zeroed_buffer(like, (self.n_blocks,), torch.int32)
-        return self.tile.programs, {"BALANCED": True}, (carry, flag)
+        return self.tile.programs, (carry, flag, *sizes), {"BALANCED": True}
 
     def scratch(self, like: torch.Tensor, config: ScanConfig, n_programs: int) -> torch.Tensor:
         """The fused_write backward's per-program [T, BLOCK_R] fp32 rows of recomputed
@@ -386,8 +388,7 @@ def launch_forward(
                 config, (u_, gate_x_, gate_a_, y_, reset_), has_resets=reset is not None
             )
             pointers = [u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_]
-            programs, balance_flags, carry_and_flag = geo.split_handover(u)
-            handover = (*carry_and_flag, *sizes, geo.n_blocks)
+            programs, handover, balance_flags = geo.split_handover(u)
             flags |= balance_flags
         else:
             kernel = kernels.forward_sequential_kernel
@@ -599,8 +600,7 @@ def launch_backward(
             u_, gate_x_, gate_a_, y_, reset_, grad_output_ = sources[:6]
             saved_ = saved if config.fused_write else sources[6]
             inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output_)
-            n_programs, balance_flags, carry_and_flag = geo.split_handover(u)
-            handover = (*carry_and_flag, *sizes, geo.n_blocks)
+            n_programs, handover, balance_flags = geo.split_handover(u)
             flags |= load_flags | balance_flags
         else:
             kernel = kernels.backward_sequential_kernel
