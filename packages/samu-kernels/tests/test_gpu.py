@@ -365,3 +365,26 @@ def test_guarded_math_matches_the_reference_on_gpu() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_compare_tiles_times_every_geometry_and_restores_the_tile_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from samu_kernels.compare_tiles import HEURISTIC, compare_tiles  # noqa: PLC0415
+
+    monkeypatch.setenv(TILE_ENV, "split=4")
+    tiles = [HEURISTIC, "split=8"]
+    timings = compare_tiles(
+        CUDA,
+        "samu",
+        samu_kernels.DEFAULT_BACKENDS["samu"],
+        (2, 1037, 300),
+        tiles,
+        rounds=2,
+        profile_kernels=True,
+    )
+    assert [timing.tile for timing in timings] == tiles
+    assert all(len(timing.rounds_ms) == 2 and timing.median_ms > 0 for timing in timings)
+    assert timings[0].relative == 1.0
+    assert any("backward_split_kernel" in name for name in timings[1].kernels_ms)
+    assert os.environ[TILE_ENV] == "split=4"

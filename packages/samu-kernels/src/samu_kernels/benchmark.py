@@ -62,12 +62,14 @@ from samu_kernels.sweep_grid import sweep_tiles
 
 __all__ = [
     "BenchmarkRow",
+    "Timing",
     "benchmark_tasks",
     "main",
     "measure_copy_bandwidth",
     "run_benchmark",
     "run_sweep",
     "sweep_tasks",
+    "time_step",
 ]
 
 REFERENCE_SHAPES: dict[str, tuple[int, int, int]] = {
@@ -124,7 +126,9 @@ class Timing:
     method: str
 
 
-def _time(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) -> Timing:
+def time_step(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False) -> Timing:
+    """Device and launched medians of ``step`` (forward + backward; the ``leaves``'
+    gradients dropped between repetitions); ``quick`` takes a shorter warm-up and budget."""
     # triton is optional (GPU only)
     from triton.testing import do_bench, do_bench_cudagraph  # noqa: PLC0415
 
@@ -167,7 +171,7 @@ def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[Benc
         for name, (step, leaves) in peer_steps(shape, device).items():
             candidates.append((name, "linear_scan", step, leaves))
         for name, architecture, step, leaves in candidates:
-            rows.append(_row(name, architecture, case, shape, _time(step, leaves), copy_gbps))
+            rows.append(_row(name, architecture, case, shape, time_step(step, leaves), copy_gbps))
         del candidates
         torch.cuda.empty_cache()
     return copy_gbps, rows
@@ -255,7 +259,7 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
                     made_for = (task.architecture, task.backend)
                     step, leaves = scan_step(task.architecture, shape, task.backend, device)
                 os.environ[TILE_ENV] = task.geometry
-                timing = _time(step, leaves, quick=True)
+                timing = time_step(step, leaves, quick=True)
                 rows.append(
                     _row(
                         task.backend,
@@ -269,7 +273,9 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
                 )
             os.environ.pop(TILE_ENV, None)
             for name, (step, leaves) in peer_steps(shape, device).items():
-                rows.append(_row(name, "linear_scan", case, shape, _time(step, leaves), copy_gbps))
+                rows.append(
+                    _row(name, "linear_scan", case, shape, time_step(step, leaves), copy_gbps)
+                )
             torch.cuda.empty_cache()
     finally:
         if previous is None:
