@@ -13,9 +13,11 @@ from samu_kernels.benchmark import (
     BACKENDS,
     COUNTED_TENSORS,
     REFERENCE_SHAPES,
+    REVISION_VARIABLE,
     Timing,
     _row,
     benchmark_tasks,
+    provenance,
     sweep_tasks,
 )
 from samu_kernels.benchmark_steps import scan_step
@@ -98,3 +100,18 @@ def test_precompile_reports_a_failing_task_and_goes_on() -> None:
 def test_precompile_refuses_no_jobs() -> None:
     with pytest.raises(ValueError, match="jobs must be at least 1, got 0"):
         precompile([], 0)
+
+
+def test_result_files_say_when_and_on_what_they_were_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    monkeypatch.setenv(REVISION_VARIABLE, "94196dd")
+    made = provenance(torch.device("cuda"))
+    assert made["device"] == "NVIDIA H200"
+    assert made["revision"] == "94196dd"
+    assert made["torch"] == torch.__version__
+    assert made["triton"]
+    assert made["created"].endswith("+00:00")
+    monkeypatch.delenv(REVISION_VARIABLE)
+    assert provenance(torch.device("cuda"))["revision"] is None

@@ -48,7 +48,9 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -66,6 +68,7 @@ __all__ = [
     "benchmark_tasks",
     "main",
     "measure_copy_bandwidth",
+    "provenance",
     "run_benchmark",
     "run_sweep",
     "sweep_tasks",
@@ -85,6 +88,23 @@ BACKENDS: tuple[tuple[str, str], ...] = (
     ("samu", "fused_output_fused_write_shared_sfu_chunk16"),
 )
 COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
+REVISION_VARIABLE = "SAMU_GIT_REVISION"
+"""Names the code's revision in result files (``scripts/gpu_from_source.sh`` sets it)."""
+
+
+def provenance(device: torch.device) -> dict[str, Any]:
+    """When and on what a result file was measured: the UTC time, the GPU, torch, Triton,
+    CUDA and the code's revision as ``SAMU_GIT_REVISION`` names it (None where unset)."""
+    import triton  # noqa: PLC0415 (GPU only)
+
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(device),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "revision": os.environ.get(REVISION_VARIABLE),
+    }
 
 
 @dataclass(frozen=True)
@@ -329,8 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(
         json.dumps(
             {
-                "device": torch.cuda.get_device_name(device),
-                "torch": torch.__version__,
+                **provenance(device),
                 "fast_math": FAST_MATH_ENABLED,
                 "tanh_sigmoid": TANH_SIGMOID_ENABLED,
                 "copy_bandwidth_gbps": copy_gbps,

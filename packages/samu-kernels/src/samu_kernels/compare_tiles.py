@@ -24,13 +24,12 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
-from samu_kernels.benchmark import REFERENCE_SHAPES, time_step
+from samu_kernels.benchmark import REFERENCE_SHAPES, provenance, time_step
 from samu_kernels.benchmark_steps import Step, scan_step
 from samu_kernels.common.geometry import TILE_ENV, parse_tile_override
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
@@ -268,14 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for timing in timings:
         print(_format_timing(timing))
     if args.out is not None:
-        import triton  # noqa: PLC0415 (GPU only)
-
         document = {
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "device": torch.cuda.get_device_name(device),
-            "torch": torch.__version__,
-            "triton": triton.__version__,
-            "cuda": torch.version.cuda,
+            **provenance(device),
             "architecture": args.arch,
             "backend": backend,
             "shape": list(shape),

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import triton
 from triton.testing import do_bench
 
+from samu_kernels.benchmark import provenance
 from samu_kernels.gated_gelu import gelu_tanh, gelu_tanh_gate
 from samu_kernels.gated_gelu.naive import gelu_tanh_gate_naive, gelu_tanh_naive
 from samu_kernels.rmsnorm import add_rms_norm, rms_norm
@@ -228,9 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             records.append(record)
             torch.cuda.empty_cache()
     result = {
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
+        **provenance(torch.device("cuda")),
         "python": platform.python_version(),
         "copy_bandwidth_gbps": copy_gbps,
         "timing": "median of triton.testing.do_bench (L2 flushed), forward + backward",
