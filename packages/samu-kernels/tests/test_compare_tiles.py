@@ -86,3 +86,14 @@ def test_without_a_gpu_it_says_so_and_leaves_the_tile_variable_alone(
     assert main([*SAMU, "--tile", HEURISTIC, "--tile", "split=4"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
     assert compare_tiles.os.environ[TILE_ENV] == "split=8"
+
+
+def test_kernel_names_are_shortened_but_stay_apart() -> None:
+    from samu_kernels.compare_tiles import _short_name  # noqa: PLC0415
+
+    assert _short_name("backward_split_kernel") == "backward_split_kernel"
+    shortened = {
+        _short_name("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float>>(x)"),
+        _short_name("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(x)"),
+    }
+    assert shortened == {"reduce_kernel<128, 4, at::na", "reduce_kernel<512, 1, at::na"}

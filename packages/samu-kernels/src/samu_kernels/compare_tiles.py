@@ -173,8 +173,16 @@ def _format_timing(timing: GeometryTiming, kernels: int = 3) -> str:
     )
     slowest = list(timing.kernels_ms.items())[:kernels]
     if slowest:
-        line += "  " + "  ".join(f"{name.split('(')[0][:28]} {ms:.4f}" for name, ms in slowest)
+        line += "  " + "  ".join(f"{_short_name(name)} {ms:.4f}" for name, ms in slowest)
     return line
+
+
+def _short_name(kernel: str) -> str:
+    """A profiler kernel name without its return type and namespaces, cut to 28 characters
+    (``void at::native::reduce_kernel<512, 1, ...>(...)`` -> ``reduce_kernel<512, 1, ...``)."""
+    name = kernel.removeprefix("void ")
+    head, bracket, rest = name.partition("<")
+    return (head.rsplit("::", 1)[-1] + bracket + rest)[:28]
 
 
 def _parser() -> argparse.ArgumentParser:
