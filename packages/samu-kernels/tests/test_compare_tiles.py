@@ -3,12 +3,12 @@ needs a GPU: ``test_gpu.py``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
-from samu_kernels import compare_tiles
 from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import TILE_ENV
 from samu_kernels.compare_tiles import HEURISTIC, interleaved_rounds, main, parse_shape
@@ -85,7 +85,7 @@ def test_without_a_gpu_it_says_so_and_leaves_the_tile_variable_alone(
     monkeypatch.setenv(TILE_ENV, "split=8")
     assert main([*SAMU, "--tile", HEURISTIC, "--tile", "split=4"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
-    assert compare_tiles.os.environ[TILE_ENV] == "split=8"
+    assert os.environ[TILE_ENV] == "split=8"
 
 
 def test_kernel_names_are_shortened_but_stay_apart() -> None:

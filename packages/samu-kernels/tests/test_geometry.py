@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 import torch
@@ -25,6 +26,8 @@ from samu_kernels.common.geometry import (
     heuristic_tile,
     one_program_per_sm,
     parse_tile_override,
+    set_tile_override,
+    tile_override_kept,
 )
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.sweep_grid import MAX_GEOMETRIES, sweep_tiles
@@ -400,3 +403,24 @@ def test_sweep_grid_is_small_and_starts_at_the_heuristic(
     if not spec.hierarchical:  # the time-split neighbours keep the default's loads
         assert all(tile.tma == tiles[0].tma for tile in tiles)
         assert any(tile.split == 0 for tile in tiles)  # and the row walk is among them
+
+
+@pytest.mark.parametrize("entering", ["", "split=8"])
+def test_the_tile_variable_is_put_back_as_it_was_even_after_an_error(
+    monkeypatch: pytest.MonkeyPatch, entering: str
+) -> None:
+    monkeypatch.delenv(TILE_ENV, raising=False)  # the test's own changes are undone after it
+    set_tile_override(entering)
+
+    def failing_body() -> None:
+        with tile_override_kept():
+            set_tile_override("programs=4")
+            assert os.environ[TILE_ENV] == "programs=4"
+            set_tile_override("")
+            assert TILE_ENV not in os.environ
+            set_tile_override("block_r=32")
+            raise KeyError("the body failed")
+
+    with pytest.raises(KeyError):
+        failing_body()
+    assert os.environ.get(TILE_ENV, "") == entering

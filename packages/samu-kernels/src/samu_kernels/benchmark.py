@@ -57,7 +57,12 @@ import torch
 from samu_kernels import FAST_MATH_ENABLED, TANH_SIGMOID_ENABLED
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
 from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
-from samu_kernels.common.geometry import TILE_ENV, format_tile
+from samu_kernels.common.geometry import (
+    TILE_ENV,
+    format_tile,
+    set_tile_override,
+    tile_override_kept,
+)
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.sweep_grid import sweep_tiles
@@ -269,16 +274,15 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
     failed = _precompile(planned, jobs, device)
     tasks = [task for task in planned if task not in failed]
     copy_gbps = measure_copy_bandwidth(device)
-    previous = os.environ.get(TILE_ENV)
     rows = []
-    try:
+    with tile_override_kept():
         for case, shape in REFERENCE_SHAPES.items():
             made_for: tuple[str, str] | None = None
             for task in (task for task in tasks if task.shape == shape):
                 if made_for != (task.architecture, task.backend):
                     made_for = (task.architecture, task.backend)
                     step, leaves = scan_step(task.architecture, shape, task.backend, device)
-                os.environ[TILE_ENV] = task.geometry
+                set_tile_override(task.geometry)
                 timing = time_step(step, leaves, quick=True)
                 rows.append(
                     _row(
@@ -291,17 +295,12 @@ def run_sweep(device: torch.device, jobs: int = 1) -> tuple[float, list[Benchmar
                         task.geometry,
                     )
                 )
-            os.environ.pop(TILE_ENV, None)
+            set_tile_override("")
             for name, (step, leaves) in peer_steps(shape, device).items():
                 rows.append(
                     _row(name, "linear_scan", case, shape, time_step(step, leaves), copy_gbps)
                 )
             torch.cuda.empty_cache()
-    finally:
-        if previous is None:
-            os.environ.pop(TILE_ENV, None)
-        else:
-            os.environ[TILE_ENV] = previous
     return copy_gbps, rows
 
 

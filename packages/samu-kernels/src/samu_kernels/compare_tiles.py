@@ -31,7 +31,12 @@ import torch
 from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
 from samu_kernels.benchmark import REFERENCE_SHAPES, provenance, time_step
 from samu_kernels.benchmark_steps import Step, scan_step
-from samu_kernels.common.geometry import TILE_ENV, parse_tile_override
+from samu_kernels.common.geometry import (
+    TILE_ENV,
+    parse_tile_override,
+    set_tile_override,
+    tile_override_kept,
+)
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
 
@@ -81,13 +86,6 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return batch, length, width
 
 
-def _set_tile(tile: str) -> None:
-    if tile == HEURISTIC:
-        os.environ.pop(TILE_ENV, None)
-    else:
-        os.environ[TILE_ENV] = tile
-
-
 def kernel_times(step: Step, leaves: Sequence[torch.Tensor], steps: int = 10) -> dict[str, float]:
     """Device ms per step of every kernel ``step`` launches (its name cut to 60 characters),
     slowest first, over ``steps`` eager steps under ``torch.profiler``; the leaves' gradients
@@ -133,31 +131,23 @@ def compare_tiles(
     Raises:
         RuntimeError: naming the geometries whose kernels failed to compile.
     """
-    tasks = [
-        CompileTask(architecture, backend, shape, "" if tile == HEURISTIC else tile)
-        for tile in tiles
-    ]
+    override = {tile: "" if tile == HEURISTIC else tile for tile in tiles}
+    tasks = [CompileTask(architecture, backend, shape, override[tile]) for tile in tiles]
     report = precompile(tasks, jobs, str(device))
     if report.failures:
         failed = "; ".join(f"{t.geometry or HEURISTIC}: {m}" for t, m in report.failures.items())
         raise RuntimeError(f"these --tile geometries did not compile: {failed}")
-    previous = os.environ.get(TILE_ENV)
     timings = {tile: GeometryTiming(tile) for tile in tiles}
-    try:
+    with tile_override_kept():
         step, leaves = scan_step(architecture, shape, backend, device)
         for order in interleaved_rounds(tiles, rounds):
             for tile in order:
-                _set_tile(tile)
+                set_tile_override(override[tile])
                 timings[tile].rounds_ms.append(time_step(step, leaves, quick=True).device_ms)
         if profile_kernels:
             for tile in tiles:
-                _set_tile(tile)
+                set_tile_override(override[tile])
                 timings[tile].kernels_ms = kernel_times(step, leaves)
-    finally:
-        if previous is None:
-            os.environ.pop(TILE_ENV, None)
-        else:
-            os.environ[TILE_ENV] = previous
     baseline = statistics.median(timings[tiles[0]].rounds_ms)
     for timing in timings.values():
         timing.median_ms = statistics.median(timing.rounds_ms)

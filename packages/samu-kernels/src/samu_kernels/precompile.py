@@ -13,7 +13,6 @@ that one bad geometry does not cost a whole sweep.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -23,7 +22,7 @@ from itertools import repeat
 import torch
 
 from samu_kernels.benchmark_steps import scan_step
-from samu_kernels.common.geometry import TILE_ENV
+from samu_kernels.common.geometry import set_tile_override, tile_override_kept
 
 __all__ = ["CompileTask", "PrecompileReport", "compile_task", "precompile"]
 
@@ -53,10 +52,7 @@ class PrecompileReport:
 def compile_task(task: CompileTask, device: str) -> None:
     """Run ``task``'s step once on ``device`` (compiling what it launches); the process's
     ``SAMU_KERNELS_TILE`` is left as the task set it."""
-    if task.geometry:
-        os.environ[TILE_ENV] = task.geometry
-    else:
-        os.environ.pop(TILE_ENV, None)
+    set_tile_override(task.geometry)
     step, _ = scan_step(task.architecture, task.shape, task.backend, torch.device(device))
     step()
     if device.startswith("cuda"):
@@ -83,19 +79,13 @@ def precompile(tasks: Sequence[CompileTask], jobs: int, device: str = "cuda") ->
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     started = time.perf_counter()
-    previous = os.environ.get(TILE_ENV)
-    try:
+    with tile_override_kept():
         if jobs == 1 or len(tasks) <= 1:
             outcomes = [_failure(task, device) for task in tasks]
         else:
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context) as pool:
                 outcomes = list(pool.map(_failure, tasks, repeat(device)))
-    finally:
-        if previous is None:
-            os.environ.pop(TILE_ENV, None)
-        else:
-            os.environ[TILE_ENV] = previous
     failures = {
         task: message for task, message in zip(tasks, outcomes, strict=True) if message is not None
     }

@@ -43,6 +43,8 @@ program per block). Keys left out keep the heuristic's value.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 
 TILE_ENV = "SAMU_KERNELS_TILE"
@@ -434,6 +436,25 @@ def parse_tile_override(text: str) -> dict[str, int]:
             raise ValueError(f"{TILE_ENV}: {key} must be >= 1, got {value}")
         values[_KEYS[key]] = value
     return values
+
+
+def set_tile_override(text: str) -> None:
+    """Launch what follows at ``text`` (a ``SAMU_KERNELS_TILE`` value), or at the heuristic's
+    geometry for the empty string (the variable unset)."""
+    if text:
+        os.environ[TILE_ENV] = text
+    else:
+        os.environ.pop(TILE_ENV, None)
+
+
+@contextmanager
+def tile_override_kept() -> Iterator[None]:
+    """Puts ``SAMU_KERNELS_TILE`` back as it was on entry, whatever the body set."""
+    previous = os.environ.get(TILE_ENV, "")
+    try:
+        yield
+    finally:
+        set_tile_override(previous)
 
 
 def choose_tile(
