@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 import samu_kernels
+from samu_kernels.benchmark import REVISION_VARIABLE
 
 SAMU_PACKAGES = ("samu-schema", "samu-kernels", "samu-modules", "samu-bench")
 
@@ -37,18 +38,12 @@ def _package_version(name: str) -> str | None:
         return None
 
 
-GIT_REVISION_VARIABLE = "SAMU_GIT_REVISION"
-"""Names the code's revision where git cannot: a copied checkout or a container whose .git
-is absent, or holds only the base commit of uncommitted files (a remote GPU machine
-reported `<base>-dirty` for a tree that was a later local commit)."""
-
-
 def git_revision(directory: Path) -> str | None:
     """The code's revision: the environment variable `SAMU_GIT_REVISION` when set (it
     overrides git), else the commit checked out in the working tree holding `directory`
     (`-dirty` if modified), else None (no git, or not a working tree).
     """
-    named = os.environ.get(GIT_REVISION_VARIABLE)
+    named = os.environ.get(REVISION_VARIABLE)
     if named:
         return named
     commit = _command_output(["git", "rev-parse", "HEAD"], cwd=directory)

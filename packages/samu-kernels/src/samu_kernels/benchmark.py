@@ -94,7 +94,10 @@ BACKENDS: tuple[tuple[str, str], ...] = (
 )
 COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
 REVISION_VARIABLE = "SAMU_GIT_REVISION"
-"""Names the code's revision in result files (``scripts/gpu_from_source.sh`` sets it)."""
+"""Names the code's revision in result files where git cannot (``scripts/gpu_from_source.sh``
+sets it): a copied checkout or a container whose .git is absent, or holds only the base
+commit of uncommitted files (a remote GPU machine reported ``<base>-dirty`` for a tree that
+was a later local commit). samu-bench's result files read the same variable."""
 
 
 def provenance(device: torch.device) -> dict[str, Any]:
