@@ -388,3 +388,17 @@ def test_compare_tiles_times_every_geometry_and_restores_the_tile_variable(
     assert timings[0].relative == 1.0
     assert any("backward_split_kernel" in name for name in timings[1].kernels_ms)
     assert os.environ[TILE_ENV] == "split=4"
+
+
+def test_strip_probe_times_each_probe_and_writes_the_product() -> None:
+    from samu_kernels.strip_probe import StripProbe, stream_strips, time_probes  # noqa: PLC0415
+
+    probes = [StripProbe("t", 40, 16, 64, 3, 4), StripProbe("t", 40, 16, 64, 3, 4, 0, True)]
+    timings = time_probes(probes, CUDA, 1024, rounds=2)
+    assert [timing.probe for timing in timings] == probes
+    assert all(len(t.rounds_ms) == 2 and t.median_ms > 0 and t.gbps > 0 for t in timings)
+    x = torch.randn(1024, 640, device=CUDA, dtype=torch.bfloat16)
+    y = torch.randn_like(x)
+    out = torch.full_like(x, float("nan"))
+    stream_strips(probes[1], x, y, out)
+    torch.testing.assert_close(out, (x.float() * y.float()).to(torch.bfloat16), rtol=0, atol=0)

@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -50,6 +51,8 @@ __all__ = [
     "parse_shape",
 ]
 
+Variant = TypeVar("Variant")
+
 HEURISTIC = "heuristic"
 """The ``--tile`` value that sets no ``SAMU_KERNELS_TILE`` (the launcher's geometry)."""
 
@@ -67,9 +70,11 @@ class GeometryTiming:
     """Device ms per step of each kernel, by name (``--kernels`` only)."""
 
 
-def interleaved_rounds(tiles: Sequence[str], rounds: int) -> list[list[str]]:
-    """The order of each round: ``tiles`` as given, then reversed, by turns."""
-    return [list(tiles) if index % 2 == 0 else list(reversed(tiles)) for index in range(rounds)]
+def interleaved_rounds(variants: Sequence[Variant], rounds: int) -> list[list[Variant]]:
+    """The order of each round: ``variants`` as given, then reversed, by turns."""
+    return [
+        list(variants) if index % 2 == 0 else list(reversed(variants)) for index in range(rounds)
+    ]
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:

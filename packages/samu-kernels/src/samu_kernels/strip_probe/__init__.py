@@ -1,0 +1,244 @@
+"""The memory system's rate for a scan's access pattern: programs streaming channel strips.
+
+Run on a CUDA GPU::
+
+    python -m samu_kernels.strip_probe --out strips.json
+
+The time-split scans give each program a strip of 16 or 32 channels of the [B, L, R] inputs
+and walk it row by row, so a program reads 32 or 64 bytes of every 5,120-byte row of the
+medium reference shape. This probe streams such strips with a kernel that does nothing else
+(x and y in, x * y out, bf16: the SAMU forward's u and y to its output), every program
+walking all L rows of its strip in tiles, starting at a tile its ``phase`` names and
+wrapping, so that every variant moves the same bytes. Two tables:
+
+- **phases**: the medium shape's planes [8192, 2560] cut into 16- and 32-channel strips, the
+  programs walking them in step (every program at the same row), shifted by one, eight or
+  a fifth of the strip's tiles per program, or at scattered rows. Balanced time-split
+  programs (``SAMU_KERNELS_TILE=programs=N``) start their pieces at different rows.
+- **grids**: 16-channel strips in step, one program per SM, the medium shape's 160 programs,
+  two per SM and 320, at several pipeline depths (rows per tile x tiles in flight), in step
+  and scattered: the rate a scan of that grid could reach.
+
+Each variant's time is the median of ``--rounds`` interleaved rounds (in order, then
+reversed) of a CUDA-graph replay (``triton.testing.do_bench_cudagraph``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from samu_kernels.benchmark import measure_copy_bandwidth, provenance
+from samu_kernels.compare_tiles import interleaved_rounds
+from samu_kernels.strip_probe.kernels import strip_kernel
+
+__all__ = [
+    "MEDIUM_LENGTH",
+    "MEDIUM_WIDTH",
+    "ProbeTiming",
+    "StripProbe",
+    "grid_probes",
+    "main",
+    "phase_probes",
+    "probe_bytes",
+    "stream_strips",
+    "time_probes",
+]
+
+MEDIUM_LENGTH = 8192
+MEDIUM_WIDTH = 2560
+"""The medium reference shape's rows and channels (``state2560_medium``, batch 1)."""
+
+
+@dataclass(frozen=True)
+class StripProbe:
+    """One launch of the strip kernel: ``programs`` programs of ``channels`` channels each
+    (planes [length, programs * channels]), tiles of ``tile_rows`` rows, ``stages`` tiles
+    in flight, ``warps`` warps; program i starts at tile ``i * shift_tiles`` (mod the tiles),
+    or at a hash of i when ``scattered``."""
+
+    table: str
+    programs: int
+    channels: int
+    tile_rows: int
+    stages: int
+    warps: int
+    shift_tiles: int = 0
+    scattered: bool = False
+
+    @property
+    def width(self) -> int:
+        return self.programs * self.channels
+
+    @property
+    def phase(self) -> str:
+        if self.scattered:
+            return "scattered"
+        return "in step" if self.shift_tiles == 0 else f"shift {self.shift_tiles} tiles"
+
+
+@dataclass
+class ProbeTiming:
+    """A probe, its rounds (device ms, in the order they ran), their median and the rate."""
+
+    probe: StripProbe
+    length: int
+    rounds_ms: list[float]
+    median_ms: float
+    gbps: float
+
+
+def probe_bytes(probe: StripProbe, length: int, element_size: int = 2) -> int:
+    """Bytes one launch moves: x and y read, the product written."""
+    return 3 * length * probe.width * element_size
+
+
+def stream_strips(probe: StripProbe, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> None:
+    """out = x * y through ``probe``'s launch. x, y, out: [L, probe.width], one dtype, L a
+    multiple of ``probe.tile_rows``, contiguous; out is written in place."""
+    length, width = x.shape
+    if width != probe.width or length % probe.tile_rows:
+        raise ValueError(
+            f"x: expected [L, {probe.width}] with L a multiple of {probe.tile_rows}, "
+            f"got {list(x.shape)}"
+        )
+    strip_kernel[(probe.programs,)](
+        x, y, out, width, probe.channels, probe.tile_rows, length // probe.tile_rows,
+        probe.shift_tiles, probe.scattered, probe.stages, num_warps=probe.warps,
+    )  # fmt: skip
+
+
+def phase_probes(length: int = MEDIUM_LENGTH) -> list[StripProbe]:
+    """The medium shape's planes in 16- and 32-channel strips (tiles of 64 rows, three in
+    flight, 4 warps), in step, shifted by 1, 8 and a fifth of the strip's tiles per program
+    (balanced programs' shares of 1.21 blocks start a fifth of a block apart), and
+    scattered."""
+    tiles = length // 64
+    probes = []
+    for channels in (16, 32):
+        for shift in (0, 1, 8, max(1, round(0.21 * tiles))):
+            probes.append(StripProbe("phases", MEDIUM_WIDTH // channels, channels, 64, 3, 4, shift))
+        probes.append(StripProbe("phases", MEDIUM_WIDTH // channels, channels, 64, 3, 4, 0, True))
+    return probes
+
+
+def grid_probes(multiprocessors: int) -> list[StripProbe]:
+    """16-channel strips on one program per SM, the medium shape's 160 programs, two per SM
+    and 320, each at five pipeline depths (tile rows x stages x warps), in step and
+    scattered."""
+    depths = ((64, 3, 4), (128, 3, 4), (256, 3, 4), (128, 4, 4), (256, 3, 8))
+    probes = []
+    for programs in (multiprocessors, MEDIUM_WIDTH // 16, 2 * multiprocessors, 320):
+        for tile_rows, stages, warps in depths:
+            for scattered in (False, True):
+                probes.append(
+                    StripProbe("grids", programs, 16, tile_rows, stages, warps, 0, scattered)
+                )
+    return probes
+
+
+def time_probes(
+    probes: Sequence[StripProbe], device: torch.device, length: int, rounds: int
+) -> list[ProbeTiming]:
+    """Each probe's median device ms over ``rounds`` interleaved rounds (bf16 planes of
+    ``length`` rows, one set per width, filled with random values)."""
+    from triton.testing import do_bench_cudagraph  # noqa: PLC0415 (GPU only)
+
+    planes: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    for width in sorted({probe.width for probe in probes}):
+        x = torch.randn(length, width, device=device, dtype=torch.bfloat16)
+        planes[width] = (x, torch.randn_like(x), torch.empty_like(x))
+    times: dict[StripProbe, list[float]] = {probe: [] for probe in probes}
+    for order in interleaved_rounds(list(times), rounds):
+        for probe in order:
+            x, y, out = planes[probe.width]
+            ms = do_bench_cudagraph(lambda p=probe, x=x, y=y, o=out: stream_strips(p, x, y, o))
+            times[probe].append(float(ms))
+    timings = []
+    for probe, rounds_ms in times.items():
+        median = statistics.median(rounds_ms)
+        gbps = probe_bytes(probe, length) / (median * 1e-3) / 1e9
+        timings.append(ProbeTiming(probe, length, rounds_ms, median, gbps))
+    return timings
+
+
+def _format(timing: ProbeTiming, copy_gbps: float) -> str:
+    probe = timing.probe
+    geometry = (
+        f"{probe.programs:4d} x {probe.channels}ch  {probe.tile_rows:3d} rows x {probe.stages}"
+        f" stages, {probe.warps} warps"
+    )
+    return (
+        f"{geometry:40s} {probe.phase:16s} {timing.median_ms:8.4f} ms "
+        f"{timing.gbps:6.0f} GB/s {100 * timing.gbps / copy_gbps:5.1f} %"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m samu_kernels.strip_probe", description=__doc__.split("\n", 1)[0]
+    )
+    parser.add_argument(
+        "--length",
+        type=int,
+        default=MEDIUM_LENGTH,
+        help=f"rows of every plane, a multiple of 256 (default {MEDIUM_LENGTH})",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--out", type=Path, help="JSON file to write")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m samu_kernels.strip_probe [--out strips.json]``."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.length < 256 or args.length % 256:
+        parser.error(f"--length must be a positive multiple of 256, got {args.length}")
+    if args.rounds < 2:
+        parser.error(f"--rounds must be at least 2 (one each way), got {args.rounds}")
+    if args.out is not None and args.out.exists() and not args.force:
+        parser.error(f"--out {args.out} exists; pass --force to overwrite it")
+    if args.out is not None and not args.out.parent.is_dir():
+        parser.error(f"--out {args.out}: folder {args.out.parent} does not exist")
+    if not torch.cuda.is_available():
+        print("samu_kernels.strip_probe needs a CUDA GPU")
+        return 2
+    device = torch.device("cuda")
+    multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
+    copy_gbps = measure_copy_bandwidth(device)
+    probes = phase_probes(args.length) + grid_probes(multiprocessors)
+    try:
+        timings = time_probes(probes, device, args.length, args.rounds)
+    except torch.cuda.OutOfMemoryError:
+        print(f"--length {args.length}: the planes do not fit in the GPU's memory")
+        return 1
+    name = torch.cuda.get_device_name(device)
+    print(
+        f"x * y in strips of bf16 planes of {args.length} rows on {name} "
+        f"({multiprocessors} SMs; copy {copy_gbps:.0f} GB/s):"
+    )
+    for table in ("phases", "grids"):
+        print(f"-- {table}")
+        for timing in timings:
+            if timing.probe.table == table:
+                print(_format(timing, copy_gbps))
+    if args.out is not None:
+        document = {
+            **provenance(device),
+            "copy_gbps": copy_gbps,
+            "length": args.length,
+            "rounds": args.rounds,
+            "probes": [
+                {**asdict(t), "phase": t.probe.phase, "width": t.probe.width} for t in timings
+            ],
+        }
+        args.out.write_text(json.dumps(document, indent=2))
+    return 0
