@@ -370,7 +370,10 @@ def balanced_programs(
     on the same. [1, 8192, 2560] on 132 SMs: 160 blocks of 16 channels, 1.21 per program.
     None where the grid is already even. Not the heuristic's: on an H100 (2026-12-06,
     docs/performance.md, "Balanced programs, timed") it was 1.18-1.25x slower than the
-    whole-block programs on the medium reference shape; the ``--sweep`` grid holds it."""
+    whole-block programs on the medium reference shape, because shares start at different
+    rows and a 16-channel strip is 32 bytes of each row: programs out of step stream such
+    strips at a third of copy bandwidth (``python -m samu_kernels.strip_probe``; "Rows in
+    step"). The ``--sweep`` grid holds it."""
     blocks = batch * -(-width // base.program_channels)
     if not multiprocessors < blocks < 2 * multiprocessors:
         return None
