@@ -39,6 +39,7 @@ from samu_kernels.compare_tiles import interleaved_rounds
 from samu_kernels.strip_probe.kernels import strip_kernel
 
 __all__ = [
+    "BALANCED_SHARE_OFFSET",
     "MEDIUM_LENGTH",
     "MEDIUM_WIDTH",
     "ProbeTiming",
@@ -54,6 +55,9 @@ __all__ = [
 MEDIUM_LENGTH = 8192
 MEDIUM_WIDTH = 2560
 """The medium reference shape's rows and channels (``state2560_medium``, batch 1)."""
+BALANCED_SHARE_OFFSET = 0.21
+"""How far apart, in blocks, balanced programs' shares start on the medium shape: 160
+16-channel blocks on 132 SMs give shares of 1.21 blocks (``SAMU_KERNELS_TILE=programs=132``)."""
 
 
 @dataclass(frozen=True)
@@ -117,12 +121,11 @@ def stream_strips(probe: StripProbe, x: torch.Tensor, y: torch.Tensor, out: torc
 def phase_probes(length: int = MEDIUM_LENGTH) -> list[StripProbe]:
     """The medium shape's planes in 16- and 32-channel strips (tiles of 64 rows, three in
     flight, 4 warps), in step, shifted by 1, 8 and a fifth of the strip's tiles per program
-    (balanced programs' shares of 1.21 blocks start a fifth of a block apart), and
-    scattered."""
+    (:data:`BALANCED_SHARE_OFFSET`), and scattered."""
     tiles = length // 64
     probes = []
     for channels in (16, 32):
-        for shift in (0, 1, 8, max(1, round(0.21 * tiles))):
+        for shift in (0, 1, 8, max(1, round(BALANCED_SHARE_OFFSET * tiles))):
             probes.append(StripProbe("phases", MEDIUM_WIDTH // channels, channels, 64, 3, 4, shift))
         probes.append(StripProbe("phases", MEDIUM_WIDTH // channels, channels, 64, 3, 4, 0, True))
     return probes
