@@ -47,6 +47,13 @@ def test_planes_of_another_width_or_a_partial_tile_are_refused() -> None:
     x = torch.zeros(48, 32)
     with pytest.raises(ValueError, match="multiple of 32"):
         stream_strips(probe, x, x, x)
+    x = torch.zeros(64, 32)
+    with pytest.raises(ValueError, match=r"y: expected x's shape, dtype and device"):
+        stream_strips(probe, x, x.double(), x)
+    with pytest.raises(ValueError, match=r"out: expected x's shape"):
+        stream_strips(probe, x, x, torch.zeros(64, 16))
+    with pytest.raises(ValueError, match="out: expected a contiguous tensor"):
+        stream_strips(probe, x, x, torch.zeros(32, 64).t())
 
 
 def test_the_phase_table_cuts_the_medium_shape_in_16_and_32_channel_strips() -> None:
@@ -105,3 +112,12 @@ def test_an_existing_out_file_is_kept(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_without_a_gpu_it_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+def test_planes_past_the_kernels_int32_offsets_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from samu_kernels import strip_probe  # noqa: PLC0415
+
+    monkeypatch.setattr(strip_probe, "MAX_ELEMENTS", 1000)
+    x = torch.zeros(64, 32)
+    with pytest.raises(ValueError, match=r"x: at most 1000 elements .*int32 offsets.*got 2048"):
+        stream_strips(StripProbe("t", 2, 16, 32, 2, 1), x, x, x)

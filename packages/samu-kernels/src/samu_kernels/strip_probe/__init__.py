@@ -40,6 +40,7 @@ from samu_kernels.strip_probe.kernels import strip_kernel
 
 __all__ = [
     "BALANCED_SHARE_OFFSET",
+    "MAX_ELEMENTS",
     "MEDIUM_LENGTH",
     "MEDIUM_WIDTH",
     "ProbeTiming",
@@ -55,6 +56,8 @@ __all__ = [
 MEDIUM_LENGTH = 8192
 MEDIUM_WIDTH = 2560
 """The medium reference shape's rows and channels (``state2560_medium``, batch 1)."""
+MAX_ELEMENTS = 2**31 - 1
+"""The largest plane the strip kernel addresses (int32 offsets)."""
 BALANCED_SHARE_OFFSET = 0.21
 """How far apart, in blocks, balanced programs' shares start on the medium shape: 160
 16-channel blocks on 132 SMs give shares of 1.21 blocks (``SAMU_KERNELS_TILE=programs=132``)."""
@@ -104,14 +107,30 @@ def probe_bytes(probe: StripProbe, length: int, element_size: int = 2) -> int:
 
 
 def stream_strips(probe: StripProbe, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> None:
-    """out = x * y through ``probe``'s launch. x, y, out: [L, probe.width], one dtype, L a
-    multiple of ``probe.tile_rows``, contiguous; out is written in place."""
-    length, width = x.shape
-    if width != probe.width or length % probe.tile_rows:
+    """out = x * y through ``probe``'s launch. x, y, out: [L, probe.width], contiguous, one
+    dtype (bf16 or fp32) and device, L a multiple of ``probe.tile_rows``, fewer than
+    MAX_ELEMENTS elements; out is written in place.
+
+    Raises:
+        ValueError: naming the tensor that breaks one of these."""
+    if x.dim() != 2 or x.shape[1] != probe.width or x.shape[0] % probe.tile_rows:
         raise ValueError(
             f"x: expected [L, {probe.width}] with L a multiple of {probe.tile_rows}, "
             f"got {list(x.shape)}"
         )
+    if x.numel() > MAX_ELEMENTS:
+        raise ValueError(
+            f"x: at most {MAX_ELEMENTS} elements (the kernel's int32 offsets), got {x.numel()}"
+        )
+    for name, tensor in (("x", x), ("y", y), ("out", out)):
+        if tensor.shape != x.shape or tensor.dtype != x.dtype or tensor.device != x.device:
+            raise ValueError(
+                f"{name}: expected x's shape, dtype and device {list(x.shape)}, {x.dtype}, "
+                f"{x.device}; got {list(tensor.shape)}, {tensor.dtype}, {tensor.device}"
+            )
+        if not tensor.is_contiguous():
+            raise ValueError(f"{name}: expected a contiguous tensor")
+    length, width = x.shape
     strip_kernel[(probe.programs,)](
         x, y, out, width, probe.channels, probe.tile_rows, length // probe.tile_rows,
         probe.shift_tiles, probe.scattered, probe.stages, num_warps=probe.warps,
@@ -218,6 +237,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
     copy_gbps = measure_copy_bandwidth(device)
     probes = phase_probes(args.length) + grid_probes(multiprocessors)
+    widest = max(probe.width for probe in probes)
+    if args.length * widest > MAX_ELEMENTS:
+        print(
+            f"--length {args.length}: planes of {widest} channels would pass "
+            f"{MAX_ELEMENTS} elements; at most {MAX_ELEMENTS // widest} rows on this GPU"
+        )
+        return 2
     try:
         timings = time_probes(probes, device, args.length, args.rounds)
     except torch.cuda.OutOfMemoryError:
