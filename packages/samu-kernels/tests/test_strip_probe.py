@@ -26,6 +26,7 @@ from samu_kernels.strip_probe import (
         StripProbe("t", 3, 16, 32, 2, 1),
         StripProbe("t", 3, 16, 32, 2, 1, shift_tiles=1),
         StripProbe("t", 2, 32, 16, 3, 2, shift_tiles=3),
+        StripProbe("t", 4, 8, 32, 2, 1, shift_tiles=2),
         StripProbe("t", 5, 16, 32, 2, 1, scattered=True),
     ],
     ids=lambda probe: probe.phase,

@@ -11,9 +11,9 @@ medium reference shape. This probe streams such strips with a kernel that does n
 walking all L rows of its strip in tiles, starting at a tile its ``phase`` names and
 wrapping, so that every variant moves the same bytes. Two tables:
 
-- **phases**: the medium shape's planes [8192, 2560] cut into 16- and 32-channel strips, the
-  programs walking them in step (every program at the same row), shifted by one, eight or
-  a fifth of the strip's tiles per program, or at scattered rows. Balanced time-split
+- **phases**: the medium shape's planes [8192, 2560] cut into 8-, 16- and 32-channel strips,
+  the programs walking them in step (every program at the same row), shifted by one, eight
+  or a fifth of the strip's tiles per program, or at scattered rows. Balanced time-split
   programs (``SAMU_KERNELS_TILE=programs=N``) start their pieces at different rows.
 - **grids**: 16-channel strips in step, one program per SM, the medium shape's 160 programs,
   two per SM and 320, at several pipeline depths (rows per tile x tiles in flight), in step
@@ -138,12 +138,12 @@ def stream_strips(probe: StripProbe, x: torch.Tensor, y: torch.Tensor, out: torc
 
 
 def phase_probes(length: int = MEDIUM_LENGTH) -> list[StripProbe]:
-    """The medium shape's planes in 16- and 32-channel strips (tiles of 64 rows, three in
+    """The medium shape's planes in 8-, 16- and 32-channel strips (tiles of 64 rows, three in
     flight, 4 warps), in step, shifted by 1, 8 and a fifth of the strip's tiles per program
     (:data:`BALANCED_SHARE_OFFSET`), and scattered."""
     tiles = length // 64
     probes = []
-    for channels in (16, 32):
+    for channels in (8, 16, 32):
         for shift in (0, 1, 8, max(1, round(BALANCED_SHARE_OFFSET * tiles))):
             probes.append(StripProbe("phases", MEDIUM_WIDTH // channels, channels, 64, 3, 4, shift))
         probes.append(StripProbe("phases", MEDIUM_WIDTH // channels, channels, 64, 3, 4, 0, True))
