@@ -49,7 +49,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -65,6 +64,7 @@ from samu_kernels.common.geometry import (
 )
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
+from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 from samu_kernels.sweep_grid import sweep_tiles
 
 __all__ = [
@@ -320,8 +320,7 @@ def best_rows(rows: Sequence[BenchmarkRow]) -> list[BenchmarkRow]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m samu_kernels.benchmark --out results.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
-    parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_result_file_options(parser, required=True)
     parser.add_argument(
         "--sweep",
         action="store_true",
@@ -334,8 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="processes that compile the kernels before timing (default: CPUs, at most 16)",
     )
     args = parser.parse_args(argv)
-    if args.out.exists() and not args.force:
-        parser.error(f"--out {args.out} exists; pass --force to overwrite it")
+    refuse_unwritable_result_file(parser, args.out, force=args.force)
     if not torch.cuda.is_available():
         print("samu_kernels.benchmark needs a CUDA GPU")
         return 2

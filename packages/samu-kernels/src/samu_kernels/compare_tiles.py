@@ -24,7 +24,6 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -40,6 +39,7 @@ from samu_kernels.common.geometry import (
 )
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
+from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 
 __all__ = [
     "HEURISTIC",
@@ -201,8 +201,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--kernels", action="store_true", help="also time each kernel under torch.profiler"
     )
-    parser.add_argument("--out", type=Path, help="JSON file to write")
-    parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_result_file_options(parser)
     parser.add_argument(
         "--jobs",
         type=int,
@@ -241,10 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--rounds must be at least 2 (one each way), got {args.rounds}")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    if args.out is not None and args.out.exists() and not args.force:
-        parser.error(f"--out {args.out} exists; pass --force to overwrite it")
-    if args.out is not None and not args.out.parent.is_dir():
-        parser.error(f"--out {args.out}: folder {args.out.parent} does not exist")
+    refuse_unwritable_result_file(parser, args.out, force=args.force)
     if not torch.cuda.is_available():
         print("samu_kernels.compare_tiles needs a CUDA GPU")
         return 2

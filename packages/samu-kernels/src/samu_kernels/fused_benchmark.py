@@ -25,6 +25,7 @@ from triton.testing import do_bench
 from samu_kernels.benchmark import provenance
 from samu_kernels.gated_gelu import gelu_tanh, gelu_tanh_gate
 from samu_kernels.gated_gelu.naive import gelu_tanh_gate_naive, gelu_tanh_naive
+from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 from samu_kernels.rmsnorm import add_rms_norm, rms_norm
 from samu_kernels.rmsnorm.naive import add_rms_norm_naive, rms_norm_naive
 
@@ -209,10 +210,15 @@ def _print_record(record: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse arguments, run every workload at every shape, print a table and write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--out", type=Path, default=Path("fused_benchmark.json"))
+    add_result_file_options(parser, default=Path("fused_benchmark.json"))
     parser.add_argument("--warmup-ms", type=int, default=25)
     parser.add_argument("--rep-ms", type=int, default=200)
     args = parser.parse_args(argv)
+    refuse_unwritable_result_file(parser, args.out, force=args.force)
+    if args.warmup_ms < 0 or args.rep_ms < 1:
+        parser.error(
+            f"--warmup-ms must be >= 0 and --rep-ms >= 1, got {args.warmup_ms} and {args.rep_ms}"
+        )
     if not torch.cuda.is_available():
         raise SystemExit("fused_benchmark needs a CUDA GPU")
 

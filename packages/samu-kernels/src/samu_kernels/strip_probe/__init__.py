@@ -30,12 +30,12 @@ import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
 from samu_kernels.benchmark import measure_copy_bandwidth, provenance
 from samu_kernels.compare_tiles import interleaved_rounds
+from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 from samu_kernels.strip_probe.kernels import strip_kernel
 
 __all__ = [
@@ -213,8 +213,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"rows of every plane, a multiple of 256 (default {MEDIUM_LENGTH})",
     )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
-    parser.add_argument("--out", type=Path, help="JSON file to write")
-    parser.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_result_file_options(parser)
     return parser
 
 
@@ -226,10 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--length must be a positive multiple of 256, got {args.length}")
     if args.rounds < 2:
         parser.error(f"--rounds must be at least 2 (one each way), got {args.rounds}")
-    if args.out is not None and args.out.exists() and not args.force:
-        parser.error(f"--out {args.out} exists; pass --force to overwrite it")
-    if args.out is not None and not args.out.parent.is_dir():
-        parser.error(f"--out {args.out}: folder {args.out.parent} does not exist")
+    refuse_unwritable_result_file(parser, args.out, force=args.force)
     if not torch.cuda.is_available():
         print("samu_kernels.strip_probe needs a CUDA GPU")
         return 2
