@@ -7,6 +7,7 @@ need a CUDA GPU. Every session installs exactly what ``uv.lock`` pins (``--froze
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 
 import nox
 
@@ -74,11 +75,17 @@ def gpu_tests(session: nox.Session) -> None:
 def gpu_bench(session: nox.Session) -> None:
     """Benchmarks on a CUDA GPU: the kernel table, then the pytest-benchmark step suite.
 
+    The kernel table goes to ``kernels-<UTC time>.json`` where nox was invoked; positional
+    arguments replace that for ``python -m samu_kernels.benchmark``
+    (``nox -s gpu_bench -- --out mine.json --sweep``).
+
     Saves each run to the committed history and fails when a median regresses by more than
     10% against the latest saved run on the same machine.
     """
     sync(session, "packages", "tests")
-    session.run("python", "-m", "samu_kernels.benchmark", *session.posargs)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    table = os.path.join(session.invoked_from, f"kernels-{stamp}.json")
+    session.run("python", "-m", "samu_kernels.benchmark", *(session.posargs or ["--out", table]))
     history = os.path.join(session.invoked_from, BENCH_HISTORY)
     session.run(
         "pytest",
