@@ -43,12 +43,14 @@ from samu_kernels.result_file import add_result_file_options, refuse_unwritable_
 
 __all__ = [
     "HEURISTIC",
+    "MIN_ROUNDS",
     "GeometryTiming",
     "compare_tiles",
     "interleaved_rounds",
     "kernel_times",
     "main",
     "parse_shape",
+    "refuse_too_few_rounds",
 ]
 
 Variant = TypeVar("Variant")
@@ -68,6 +70,16 @@ class GeometryTiming:
     """median_ms over the baseline's (the first geometry's)."""
     kernels_ms: dict[str, float] = field(default_factory=dict)
     """Device ms per step of each kernel, by name (``--kernels`` only)."""
+
+
+MIN_ROUNDS = 2
+"""Interleaved rounds need one in each order."""
+
+
+def refuse_too_few_rounds(parser: argparse.ArgumentParser, rounds: int) -> None:
+    """Exit through ``parser.error`` (status 2) where ``--rounds`` is below MIN_ROUNDS."""
+    if rounds < MIN_ROUNDS:
+        parser.error(f"--rounds must be at least {MIN_ROUNDS} (one each way), got {rounds}")
 
 
 def interleaved_rounds(variants: Sequence[Variant], rounds: int) -> list[list[Variant]]:
@@ -236,8 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parse_tile_override(tile)
             except ValueError as error:
                 parser.error(f"--tile {tile!r}: {error}")
-    if args.rounds < 2:
-        parser.error(f"--rounds must be at least 2 (one each way), got {args.rounds}")
+    refuse_too_few_rounds(parser, args.rounds)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     refuse_unwritable_result_file(parser, args.out, force=args.force)

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from samu_kernels.benchmark import measure_copy_bandwidth, provenance
-from samu_kernels.compare_tiles import interleaved_rounds
+from samu_kernels.compare_tiles import interleaved_rounds, refuse_too_few_rounds
 from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 from samu_kernels.strip_probe.kernels import strip_kernel
 
@@ -223,15 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.length < 256 or args.length % 256:
         parser.error(f"--length must be a positive multiple of 256, got {args.length}")
-    if args.rounds < 2:
-        parser.error(f"--rounds must be at least 2 (one each way), got {args.rounds}")
+    refuse_too_few_rounds(parser, args.rounds)
     refuse_unwritable_result_file(parser, args.out, force=args.force)
     if not torch.cuda.is_available():
         print("samu_kernels.strip_probe needs a CUDA GPU")
         return 2
     device = torch.device("cuda")
     multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count
-    copy_gbps = measure_copy_bandwidth(device)
     probes = phase_probes(args.length) + grid_probes(multiprocessors)
     widest = max(probe.width for probe in probes)
     if args.length * widest > MAX_ELEMENTS:
@@ -240,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{MAX_ELEMENTS} elements; at most {MAX_ELEMENTS // widest} rows on this GPU"
         )
         return 2
+    copy_gbps = measure_copy_bandwidth(device)
     try:
         timings = time_probes(probes, device, args.length, args.rounds)
     except torch.cuda.OutOfMemoryError:
