@@ -127,9 +127,11 @@ def run(
     controller: str | None = None,
     *,
     float64: bool = False,
+    final_state_in_loss: bool = True,
 ) -> dict[str, torch.Tensor]:
-    """Forward + backward of loss = <output, grad_output> + <final_state, grad_final>;
-    returns the output, the final state and the gradient of every input."""
+    """Forward + backward of loss = <output, grad_output> + <final_state, grad_final> (the
+    second term left out without ``final_state_in_loss``: no gradient reaches the final
+    state); returns the output, the final state and the gradient of every input."""
     inputs: dict[str, Any] = {
         name: None
         if tensor is None
@@ -152,9 +154,9 @@ def run(
             backend=backend,
             controller=controller or samu_kernels.DEFAULT_CONTROLLER,
         )
-    loss = (result.output.double() * problem.grad_output.double()).sum() + (
-        result.final_state.double() * problem.grad_final.double()
-    ).sum()
+    loss = (result.output.double() * problem.grad_output.double()).sum()
+    if final_state_in_loss:
+        loss = loss + (result.final_state.double() * problem.grad_final.double()).sum()
     torch.autograd.backward(loss)
     values = {"output": result.output.detach(), "final_state": result.final_state.detach()}
     inputs["h0"] = h0

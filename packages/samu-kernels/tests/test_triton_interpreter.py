@@ -8,6 +8,7 @@ matrix runs on the GPU in test_gpu.py).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -421,6 +422,24 @@ def test_backward_is_bitwise_deterministic(device: torch.device) -> None:
     second = run(problem, backend, "fp32_fused_coords")
     for name, value in first.items():
         assert torch.equal(value, second[name]), name
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize(
+    ("architecture", "controller"), [("samu", "fp32_fused_coords"), ("rglru", None)]
+)
+def test_an_unused_final_state_is_a_zero_gradient(
+    architecture: str, controller: str | None, device: torch.device
+) -> None:
+    # The launcher zeroes the final state's gradient together with the kernels' counters
+    # when autograd gives none: the gradients are those of an explicit zero.
+    problem = make_problem(architecture, (2, 20, 19), torch.float32, device, resets=True, h0=True)
+    zero_final = replace(problem, grad_final=torch.zeros_like(problem.grad_final))
+    backend = samu_kernels.DEFAULT_BACKENDS[architecture]
+    unused = run(problem, backend, controller, final_state_in_loss=False)
+    explicit = run(zero_final, backend, controller)
+    for name, value in unused.items():
+        assert torch.equal(value, explicit[name]), name
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

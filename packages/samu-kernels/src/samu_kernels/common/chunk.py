@@ -1141,3 +1141,122 @@ def store_partials(
         tl.store(PARTIAL + row.to(tl.int64) * R + offs_r, s_decay * a_param_factor, mask=col_mask)
     else:
         tl.store(PARTIAL + row.to(tl.int64) * R + offs_r, s_skip, mask=col_mask)
+
+
+SCALAR_GRADS: tl.constexpr = tl.constexpr(4)
+"""Scalar parameter gradients of a backward: SAMU's (b_a, b_x, log_c, skip), or (0, 0, 0,
+skip) for the precomputed gates' y*(h + skip*u) output."""
+PARTIAL_LOAD: tl.constexpr = tl.constexpr(32)
+"""Partial values per channel that :func:`finish_partials` loads at a time (rows x partials)."""
+SUMMED_BLOCKS: tl.constexpr = tl.constexpr(128)
+"""Channel blocks' scalar sums read at a time by :func:`finish_partials`' last program."""
+
+
+@triton.jit
+def finish_partials(PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, column, rows_written, n_rows,
+                    offs_r, col_mask, R, CHANNELS: tl.constexpr,
+                    GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):  # fmt: skip
+    """Reduce the parameter-gradient partial sums inside the backward kernel, in a fixed
+    order (bit-reproducible, no float atomics), so that no reduction kernel follows it.
+
+    Call after this program's :func:`store_partials` of ``rows_written`` rows of PARTIAL
+    [n_rows, P, R] for channel block ``column`` % cdiv(R, CHANNELS). COUNTERS (int32
+    [cdiv(R, CHANNELS) + 1], zeroed) counts the rows written per block (unless one program
+    writes them all); the program that completes a block's ``n_rows`` sums them in row
+    order and writes the block's channels of D_CHANNEL [P_channel, R] (SAMU's a_param, w_a,
+    w_x; RG-LRU's a_param). With scalar
+    parameters (SAMU's b_a, b_x, log_c, skip; the precomputed gates' skip) it also writes
+    the block's sums over its channels to the [cdiv(R, CHANNELS), 4] fp32 rows after
+    PARTIAL's, and the program that completes the last block sums those in block order
+    into D_SCALARS [4]. Releases and acquires as :func:`summaries.raise_flag` and
+    :func:`summaries.wait_for_flag` do."""
+    if GATE_MODE != GATES_PRECOMPUTED or OUT_MODE == OUT_Y_H_SKIP:
+        n_blocks = tl.cdiv(R, CHANNELS)
+        block = column % n_blocks
+        tl.debug_barrier()
+        if rows_written == n_rows:
+            # The block's only writer (one batch row, no cut): nothing to count.
+            arrived = n_rows
+        else:
+            arrived = tl.atomic_add(COUNTERS + block, rows_written, sem="acq_rel") + rows_written
+        if arrived == n_rows:
+            tl.debug_barrier()
+            if GATE_MODE == GATES_SAMU:
+                _finish_samu_block(PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, block, n_blocks,
+                                   n_rows, offs_r, col_mask, R)  # fmt: skip
+            elif GATE_MODE == GATES_RGLRU:
+                totals = _summed_rows(PARTIAL, n_rows, offs_r, col_mask, R, 1, 1)
+                tl.store(D_CHANNEL + offs_r[None, :], totals, mask=col_mask[None, :])
+            else:
+                totals = _summed_rows(PARTIAL, n_rows, offs_r, col_mask, R, 1, 1)
+                skip = tl.sum(tl.sum(tl.where(col_mask[None, :], totals, 0.0), axis=1), axis=0)
+                index = tl.arange(0, SCALAR_GRADS)
+                sums = PARTIAL + _as_int64(n_rows) * R
+                tl.store(sums + block * SCALAR_GRADS + index, tl.where(index == 3, skip, 0.0))
+                _finish_scalars(sums, COUNTERS, D_SCALARS, n_blocks)
+
+
+@triton.jit
+def _finish_samu_block(PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, block, n_blocks, n_rows, offs_r,
+                       col_mask, R):  # fmt: skip
+    """SAMU's block of :func:`finish_partials`: partials 0-2 to D_CHANNEL's rows, 3-6 (b_a,
+    b_x, log_c, skip) summed over the block's channels into its scalar sums."""
+    totals = _summed_rows(PARTIAL, n_rows, offs_r, col_mask, R, 7, 8)
+    index = tl.arange(0, 8)
+    channel_mask = col_mask[None, :] & (index[:, None] < 3)
+    tl.store(D_CHANNEL + index[:, None] * R + offs_r[None, :], totals, mask=channel_mask)
+    over_channels = tl.sum(tl.where(col_mask[None, :], totals, 0.0), axis=1)
+    sums = PARTIAL + _as_int64(n_rows) * 7 * R
+    is_scalar = (index >= 3) & (index < 7)
+    tl.store(sums + block * SCALAR_GRADS + index - 3, over_channels, mask=is_scalar)
+    _finish_scalars(sums, COUNTERS, D_SCALARS, n_blocks)
+
+
+@triton.jit
+def _as_int64(count):
+    """``count`` (an int32 value, or an int argument Triton specialised to a constant) as an
+    int64 scalar."""
+    return tl.zeros([], dtype=tl.int64) + count
+
+
+@triton.jit
+def _finish_scalars(SUMS, COUNTERS, D_SCALARS, n_blocks):
+    """Count one more channel block's scalar sums (SUMS [n_blocks, 4]) in COUNTERS[n_blocks];
+    the block that completes them writes their sum, in block order, to D_SCALARS [4]."""
+    tl.debug_barrier()
+    done = tl.atomic_add(COUNTERS + n_blocks, 1, sem="acq_rel") + 1
+    if done == n_blocks:
+        tl.debug_barrier()
+        index = tl.arange(0, SCALAR_GRADS)[None, :]
+        total = tl.zeros([SCALAR_GRADS], dtype=tl.float32)
+        for start in range(0, n_blocks, SUMMED_BLOCKS):
+            rows = start + tl.arange(0, SUMMED_BLOCKS)[:, None]
+            tile = tl.load(
+                SUMS + rows * SCALAR_GRADS + index, mask=rows < n_blocks, other=0.0,
+                cache_modifier=".cg",
+            )  # fmt: skip
+            total += tl.sum(tile, axis=0)
+        tl.store(D_SCALARS + tl.arange(0, SCALAR_GRADS), total)
+
+
+@triton.jit
+def _summed_rows(PARTIAL, n_rows, offs_r, col_mask, R, P: tl.constexpr,
+                 P_LANES: tl.constexpr):  # fmt: skip
+    """[P_LANES, BLOCK_R] fp32: the rows of PARTIAL [n_rows, P, R] at channels ``offs_r``
+    summed (lanes past P are 0), PARTIAL_LOAD // P_LANES rows loaded at a time and each such
+    group's sum added in row order: the loads of a group are in flight together, and the
+    order is fixed. Loads bypass L1 (``.cg``): other programs wrote these rows."""
+    ROWS: tl.constexpr = PARTIAL_LOAD // P_LANES
+    rows = tl.arange(0, ROWS)[:, None, None]
+    k = tl.arange(0, P_LANES)[None, :, None]
+    offsets = k * R + offs_r[None, None, :]
+    mask = (k < P) & col_mask[None, None, :]
+    totals = tl.zeros([P_LANES, offs_r.shape[0]], dtype=tl.float32)
+    for first in range(0, n_rows, ROWS):
+        row = first + rows
+        group = tl.load(
+            PARTIAL + (_as_int64(row) * P * R + offsets), mask=mask & (row < n_rows), other=0.0,
+            cache_modifier=".cg",
+        )  # fmt: skip
+        totals += tl.sum(group, axis=0)
+    return totals

@@ -88,8 +88,9 @@ def scan_backward(
     torch.Tensor,
     torch.Tensor,
 ]:
-    """Backward scan; returns (d_u, d_gate_x, d_gate_a, d_y, d_channel, d_scalars, d_h0),
-    an empty tensor for an input without a gradient in this mode."""
+    """Backward scan (``grad_final`` [B, R] fp32, or empty for zeros); returns (d_u, d_gate_x,
+    d_gate_a, d_y, d_channel, d_scalars, d_h0), an empty tensor for an input without a
+    gradient in this mode."""
     result = launch_backward(
         wrap_triton,
         grad_output,
@@ -143,10 +144,10 @@ def _backward(
     ctx: Any, grad_output: torch.Tensor | None, grad_final: torch.Tensor | None, _: Any
 ) -> tuple[torch.Tensor | None, ...]:
     u, gate_x, gate_a, y, channel, scalars, reset, saved = ctx.saved_tensors
-    batch, _, width = u.shape
     grad_output = torch.zeros_like(u) if grad_output is None else grad_output.contiguous()
-    if grad_final is None:
-        grad_final = u.new_zeros((batch, width), dtype=torch.float32)
+    # An empty final-state gradient stands for zeros (the launcher zeroes them with its
+    # counters, in one fill).
+    grad_final = u.new_empty((0,), dtype=torch.float32) if grad_final is None else grad_final
     grads = scan_backward(
         grad_output,
         grad_final.contiguous(),

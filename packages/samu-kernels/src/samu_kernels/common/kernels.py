@@ -21,7 +21,11 @@ Inside a chunk every kernel walks the rows one by one on [BLOCK_R] vectors
 after the chunk (backward), in registers. Every loop over chunks is
 ``tl.range(..., num_stages=NUM_STAGES)``: a chunk's loads never depend on the carried
 state. The backward kernels accumulate the parameter-gradient partials of all their rows in
-registers and store them once, one row of PARTIAL per program.
+registers and store them once, one row of PARTIAL per program. The sequential kernel's
+program that completes a channel block's rows sums them into the parameter gradients
+(``chunk.finish_partials``), so that no reduction kernel follows it; the hierarchical
+passes' many short programs leave that to ``torch.sum`` (each would wait for its atomic's
+answer before exiting: 3-8 % slower, measured on an H100).
 
 ``SAVED`` is either the checkpoints [B, n_chunks, R] fp32 (the incoming state of every
 chunk; fused_write) or all states [B, L, R] fp32. ``SCRATCH`` [n_programs, T, BLOCK_R] fp32
@@ -40,6 +44,7 @@ from samu_kernels.common.chunk import (
     channel_block_start,
     channel_constants,
     chunk_summary,
+    finish_partials,
     forward_chunk,
     prefetch_chunk,
     reverse_chunk_summary,
@@ -539,6 +544,9 @@ def backward_sequential_kernel(
     D_Y,
     D_H0,
     PARTIAL,
+    COUNTERS,
+    D_CHANNEL,
+    D_SCALARS,
     L,
     R: tl.constexpr,
     n_chunks,
@@ -634,6 +642,11 @@ def backward_sequential_kernel(
         acc_skip,
         GATE_MODE,
     )
+    finish_partials(
+        PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, pid, 1,
+        tl.num_programs(0) // tl.cdiv(R, BLOCK_R), offs_r, col_mask, R, BLOCK_R, GATE_MODE,
+        OUT_MODE,
+    )  # fmt: skip
 
 
 @triton.jit

@@ -563,20 +563,25 @@ def launch_backward(
     reset: torch.Tensor | None,
     config: ScanConfig,
 ) -> BackwardResult:
-    """Run the backward passes of ``config`` (all tensors contiguous)."""
+    """Run the backward passes of ``config`` (all tensors contiguous; ``grad_final`` [B, R]
+    fp32, or empty where no gradient reached the final state)."""
     grads = allocate_backward(u, gate_x, gate_a, channel, config)
     geo = _Geometry.of(u, config)
+    # The time-split and sequential kernels sum their partials themselves, with counters.
+    n_counters = 0 if config.hierarchical else geo.n_rb + 1
+    grad_final, counters = _zeroed_grad_final_and_counters(u, grad_final, geo, n_counters)
     u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = (
         _or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)
     )
     outputs = [_or(g, u) for g in grads.as_tuple()[:4]]
+    parameter_grads = (_or(grads.d_channel, u), _or(grads.d_scalars, u))
     flags = geo.flags(config, has_resets=reset is not None, backward=True)
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
         # Balanced time-split programs write two rows per block (split.backward_split_kernel).
         partial_rows = 2 * geo.batch if geo.balanced else geo.batch
-        partial = new_buffer(u, (partial_rows, config.num_partials, geo.width), torch.float32)
+        partial = _partial_buffer(u, partial_rows, geo, config)
         n_programs = geo.n_blocks
         # Time-split programs (split.py) keep a tile's states in registers; the row walk
         # rereads a recomputed chunk from its scratch rows.
@@ -613,15 +618,18 @@ def launch_backward(
             *outputs,
             grads.d_h0,
             partial,
+            counters,
+            *parameter_grads,
             *handover,
             FUSED_WRITE=config.fused_write,
             **flags,
         )
-        return _reduce_partials(partial, grads, config)
+        return grads
 
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
+    # The hierarchical passes' partial rows are summed by torch.sum (see _reduce_partials).
     partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
     scratch = geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs)
     if geo.tile.chained or geo.run_lookback(config):
@@ -687,10 +695,36 @@ def launch_backward(
     return _reduce_partials(partial, grads, config)
 
 
+def _partial_buffer(
+    like: torch.Tensor, rows: int, geo: _Geometry, config: ScanConfig
+) -> torch.Tensor:
+    """The backward's parameter-gradient partial sums, reduced inside the kernel
+    (``chunk.finish_partials``): ``rows`` rows of [num_partials, R] fp32, then one row of
+    [4] scalar sums per channel block."""
+    size = rows * config.num_partials * geo.width + geo.n_rb * 4
+    return new_buffer(like, (size,), torch.float32)
+
+
+def _zeroed_grad_final_and_counters(
+    like: torch.Tensor, grad_final: torch.Tensor, geo: _Geometry, n_counters: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the final state's gradient [B, R] fp32, ``n_counters`` int32 counters for
+    ``chunk.finish_partials``, zeroed): an empty ``grad_final`` becomes zeros, cut from the
+    counters' zeroed buffer, so that one fill serves both."""
+    if grad_final.numel() > 0:
+        return grad_final, zeroed_buffer(like, (n_counters,), torch.int32)
+    n_states = geo.batch * geo.width
+    zeros = zeroed_buffer(like, (n_states + n_counters,), torch.float32)
+    return zeros[:n_states].view(geo.batch, geo.width), zeros[n_states:].view(torch.int32)
+
+
 def _reduce_partials(
     partial: torch.Tensor, grads: BackwardResult, config: ScanConfig
 ) -> BackwardResult:
-    """Deterministic reduction (torch.sum, no atomics) of the per-program partial sums."""
+    """Deterministic reduction (torch.sum, no atomics) of the hierarchical passes' partial
+    sums [rows, num_partials, R]. Their programs are many and short, so each waiting for an
+    atomic's answer at its end (``chunk.finish_partials``, which the time-split and
+    sequential kernels use) cost more than these kernels: 3-8 % (H100, 2026-12-06)."""
     if config.gate_mode == GateMode.SAMU:
         return replace(
             grads,
@@ -751,7 +785,7 @@ def _summary_buffers(like: torch.Tensor, geo: _Geometry, n_groups: int) -> tuple
 
 
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A buffer a kernel needs zeroed (flags and tickets of the chained passes)."""
+    """A buffer a kernel needs zeroed (flags, tickets and counters)."""
     return like.new_zeros(shape, dtype=dtype)
 
 

@@ -52,6 +52,7 @@ from samu_kernels.common.chunk import (
     OUT_Y_H_SKIP,
     accumulate_terms,
     channel_block_start,
+    finish_partials,
     gates_of_row,
     input_gradients,
     output_of,
@@ -274,6 +275,9 @@ def backward_split_kernel(
     D_Y,
     D_H0,
     PARTIAL,
+    COUNTERS,
+    D_CHANNEL,
+    D_SCALARS,
     CARRY,
     FLAG,
     L,
@@ -303,7 +307,9 @@ def backward_split_kernel(
     head (CARRY [B, R], FLAG [n_blocks], zeroed), scanned last by the next program; a block's
     partial sums go to PARTIAL [2 B, P, R] row 2 b from the piece that starts at its first
     tile, row 2 b + 1 from a tail (zeros where the block is whole), summed in order by the
-    launcher. DESCRIBED: as the forward's, GRAD_OUT and (without FUSED_WRITE) SAVED too."""
+    launcher. The partial rows are reduced into D_CHANNEL and D_SCALARS by the programs
+    that complete them (:func:`chunk.finish_partials`, COUNTERS zeroed). DESCRIBED: as the
+    forward's, GRAD_OUT and (without FUSED_WRITE) SAVED too."""
     n_tiles = tl.cdiv(L, TILE)
     if BALANCED:
         first_block, last_block, share_start, share_end = share_of_program(
@@ -313,36 +319,40 @@ def backward_split_kernel(
             first_tile, end_tile = piece_of(block, n_tiles, share_start, share_end)
             _backward_piece(
                 U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
-                D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, CARRY, FLAG, block, first_tile, end_tile,
-                n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R,
-                CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED,
-                TILE_STAGES, True,
+                D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY,
+                FLAG, block, first_tile, end_tile, n_tiles, n_blocks, L, R, n_chunks, GATE_MODE,
+                OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
+                FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
             )  # fmt: skip
     else:
         _backward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
-            D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, CARRY, FLAG, tl.program_id(0), 0, n_tiles,
-            n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS,
-            SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, False,
+            D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG,
+            tl.program_id(0), 0, n_tiles, n_tiles, n_blocks, L, R, n_chunks, GATE_MODE, OUT_MODE,
+            T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES,
+            FUSED_WRITE, DESCRIBED, TILE_STAGES, False,
         )  # fmt: skip
 
 
 @triton.jit
 def _backward_piece(
     U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U, D_GATE_X,
-    D_GATE_A, D_Y, D_H0, PARTIAL, CARRY, FLAG, block, first_tile, end_tile, n_tiles, L,
-    R: tl.constexpr, n_chunks, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr,
-    T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr,
-    CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr, HAS_RESETS: tl.constexpr,
-    FULL_TILES: tl.constexpr, FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr,
-    TILE_STAGES: tl.constexpr, CUT: tl.constexpr,
+    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG, block,
+    first_tile, end_tile, n_tiles, n_blocks, L, R: tl.constexpr, n_chunks,
+    GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr,
+    SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr,
+    SHARED_SFU: tl.constexpr, HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr,
+    FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr, TILE_STAGES: tl.constexpr,
+    CUT: tl.constexpr,
 ):  # fmt: skip
     """Tiles [first_tile, end_tile) of (batch row, channel block) ``block`` from the last,
     segments as in the forward, the states recomputed from the checkpoint of the tile's
     first chunk (FUSED_WRITE). The gradient entering the last row is the final state's, or
     with CUT and an end before the block's last tile the carry another program published;
     the one leaving the first row is dL/dh0, or with CUT and a first tile past 0 published
-    (CARRY, FLAG) for the program scanning the block's head."""
+    (CARRY, FLAG) for the program scanning the block's head. The piece's partial sums end in
+    :func:`chunk.finish_partials` (``n_blocks``: the launch's (batch row, channel block)
+    pairs)."""
     S: tl.constexpr = TILE // SEGMENTS
     CHUNKS_PER_TILE: tl.constexpr = TILE // T
     (b, offs_r, col_mask, columns, column_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x,
@@ -436,19 +446,27 @@ def _backward_piece(
     s_bx = sum_segments(acc_bx, SEGMENTS, BLOCK_R)
     s_skip = sum_segments(acc_skip, SEGMENTS, BLOCK_R)
     row = b
+    rows_written = 1
+    n_rows = n_blocks // tl.cdiv(R, CHANNELS)
     if CUT:
         # Row 2 b: the piece from the block's first tile; 2 b + 1: a tail, or zeros where
         # the block is whole.
         row = 2 * b + (first_tile > 0).to(tl.int32)
+        n_rows = 2 * n_rows
         if first_tile == 0 and end_tile == n_tiles:
             nothing = tl.zeros([BLOCK_R], dtype=tl.float32)
             store_partials(
                 PARTIAL, row + 1, offs_r, col_mask, R, a_param_factor, channel_decay_scale,
                 nothing, nothing, nothing, nothing, nothing, nothing, GATE_MODE,
             )  # fmt: skip
+            rows_written = 2
     store_partials(
         PARTIAL, row, offs_r, col_mask, R, a_param_factor, channel_decay_scale, s_decay, s_wa,
         s_wx, s_ba, s_bx, s_skip, GATE_MODE,
+    )  # fmt: skip
+    finish_partials(
+        PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, block, rows_written, n_rows, offs_r, col_mask,
+        R, CHANNELS, GATE_MODE, OUT_MODE,
     )  # fmt: skip
 
 
