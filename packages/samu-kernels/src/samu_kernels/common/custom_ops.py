@@ -138,6 +138,11 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor
     ctx.save_for_backward(u, gate_x, gate_a, y, channel, scalars, reset, output[2])
     ctx.config = config
     ctx.has_h0 = h0 is not None
+    # Outputs nothing differentiates (the final state, usually; the saved states, always)
+    # reach the backward as None, not as zeros autograd would fill: the launcher zeroes the
+    # final state's gradient together with its counters, in one fill.
+    ctx.mark_non_differentiable(output[2])
+    ctx.set_materialize_grads(False)
 
 
 def _backward(
@@ -145,8 +150,7 @@ def _backward(
 ) -> tuple[torch.Tensor | None, ...]:
     u, gate_x, gate_a, y, channel, scalars, reset, saved = ctx.saved_tensors
     grad_output = torch.zeros_like(u) if grad_output is None else grad_output.contiguous()
-    # An empty final-state gradient stands for zeros (the launcher zeroes them with its
-    # counters, in one fill).
+    # An empty final-state gradient stands for zeros (see _setup_context).
     grad_final = u.new_empty((0,), dtype=torch.float32) if grad_final is None else grad_final
     grads = scan_backward(
         grad_output,
