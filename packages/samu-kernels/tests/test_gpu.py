@@ -402,3 +402,28 @@ def test_strip_probe_times_each_probe_and_writes_the_product() -> None:
     out = torch.full_like(x, float("nan"))
     stream_strips(probes[1], x, y, out)
     torch.testing.assert_close(out, (x.float() * y.float()).to(torch.bfloat16), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(1, 512, 64), (3, 300, 80)])
+def test_time_split_backward_sums_its_parameter_gradients_itself(
+    shape: tuple[int, int, int],
+) -> None:
+    # The SAMU default's step is its scan kernels, the parameters' stack and one zero fill
+    # (the final state's gradient and the partial-sum counters): no reduction kernel, and
+    # no zero gradients filled by autograd for the unused outputs.
+    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
+
+    from samu_kernels.benchmark_steps import scan_step  # noqa: PLC0415
+
+    step, leaves = scan_step("samu", shape, samu_kernels.DEFAULT_BACKENDS["samu"], CUDA)
+    step()
+    torch.cuda.synchronize()
+    for leaf in leaves:
+        leaf.grad = None
+    with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+        step()
+        torch.cuda.synchronize()
+    kernels = [event.key for event in profiler.key_averages() if event.self_device_time_total]
+    assert not [name for name in kernels if "reduce_kernel" in name], kernels
+    fills = [event.count for event in profiler.key_averages() if "FillFunctor" in event.key]
+    assert sum(fills) == 1, kernels
