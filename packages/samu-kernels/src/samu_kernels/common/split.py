@@ -306,10 +306,10 @@ def backward_split_kernel(
     block first: the tail of a cut block hands the gradient entering its first row to the
     head (CARRY [B, R], FLAG [n_blocks], zeroed), scanned last by the next program; a block's
     partial sums go to PARTIAL [2 B, P, R] row 2 b from the piece that starts at its first
-    tile, row 2 b + 1 from a tail (zeros where the block is whole), summed in order by the
-    launcher. The partial rows are reduced into D_CHANNEL and D_SCALARS by the programs
-    that complete them (:func:`chunk.finish_partials`, COUNTERS zeroed). DESCRIBED: as the
-    forward's, GRAD_OUT and (without FUSED_WRITE) SAVED too."""
+    tile, row 2 b + 1 from a tail (zeros where the block is whole). Either way the partial
+    rows are summed in row order into D_CHANNEL and D_SCALARS by the programs that complete
+    them (:func:`chunk.finish_partials`, COUNTERS zeroed). DESCRIBED: as the forward's,
+    GRAD_OUT and (without FUSED_WRITE) SAVED too."""
     n_tiles = tl.cdiv(L, TILE)
     if BALANCED:
         first_block, last_block, share_start, share_end = share_of_program(
