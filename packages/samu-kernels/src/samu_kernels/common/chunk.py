@@ -1164,12 +1164,11 @@ def finish_partials(PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, column, rows_writte
     [cdiv(R, CHANNELS) + 1], zeroed) counts the rows written per block (unless one program
     writes them all); the program that completes a block's ``n_rows`` sums them in row
     order and writes the block's channels of D_CHANNEL [P_channel, R] (SAMU's a_param, w_a,
-    w_x; RG-LRU's a_param). With scalar
-    parameters (SAMU's b_a, b_x, log_c, skip; the precomputed gates' skip) it also writes
-    the block's sums over its channels to the [cdiv(R, CHANNELS), 4] fp32 rows after
-    PARTIAL's, and the program that completes the last block sums those in block order
-    into D_SCALARS [4]. Releases and acquires as :func:`summaries.raise_flag` and
-    :func:`summaries.wait_for_flag` do."""
+    w_x; RG-LRU's a_param). With scalar parameters (SAMU's b_a, b_x, log_c, skip; the
+    precomputed gates' skip) it also writes the block's sums over its channels to the
+    [cdiv(R, CHANNELS), 4] fp32 rows after PARTIAL's, and the program that completes the
+    last block sums those in block order into D_SCALARS [4]. Releases and acquires as
+    :func:`summaries.raise_flag` and :func:`summaries.wait_for_flag` do."""
     if GATE_MODE != GATES_PRECOMPUTED or OUT_MODE == OUT_Y_H_SKIP:
         n_blocks = tl.cdiv(R, CHANNELS)
         block = column % n_blocks
@@ -1184,16 +1183,18 @@ def finish_partials(PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, column, rows_writte
             if GATE_MODE == GATES_SAMU:
                 _finish_samu_block(PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, block, n_blocks,
                                    n_rows, offs_r, col_mask, R)  # fmt: skip
-            elif GATE_MODE == GATES_RGLRU:
-                totals = _summed_rows(PARTIAL, n_rows, offs_r, col_mask, R, 1, 1)
-                tl.store(D_CHANNEL + offs_r[None, :], totals, mask=col_mask[None, :])
             else:
+                # One partial per channel: RG-LRU's a_param, or the precomputed gates' skip.
                 totals = _summed_rows(PARTIAL, n_rows, offs_r, col_mask, R, 1, 1)
-                skip = tl.sum(tl.sum(tl.where(col_mask[None, :], totals, 0.0), axis=1), axis=0)
-                index = tl.arange(0, SCALAR_GRADS)
-                sums = PARTIAL + _as_int64(n_rows) * R
-                tl.store(sums + block * SCALAR_GRADS + index, tl.where(index == 3, skip, 0.0))
-                _finish_scalars(sums, COUNTERS, D_SCALARS, n_blocks)
+                if GATE_MODE == GATES_RGLRU:
+                    tl.store(D_CHANNEL + offs_r[None, :], totals, mask=col_mask[None, :])
+                else:
+                    over_channels = tl.where(col_mask[None, :], totals, 0.0)
+                    skip = tl.sum(tl.sum(over_channels, axis=1), axis=0)
+                    index = tl.arange(0, SCALAR_GRADS)
+                    sums = PARTIAL + _as_int64(n_rows) * R
+                    tl.store(sums + block * SCALAR_GRADS + index, tl.where(index == 3, skip, 0.0))
+                    _finish_scalars(sums, COUNTERS, D_SCALARS, n_blocks)
 
 
 @triton.jit

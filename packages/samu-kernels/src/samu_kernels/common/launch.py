@@ -574,7 +574,6 @@ def launch_backward(
         _or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)
     )
     outputs = [_or(g, u) for g in grads.as_tuple()[:4]]
-    parameter_grads = (_or(grads.d_channel, u), _or(grads.d_scalars, u))
     flags = geo.flags(config, has_resets=reset is not None, backward=True)
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
@@ -619,7 +618,8 @@ def launch_backward(
             grads.d_h0,
             partial,
             counters,
-            *parameter_grads,
+            _or(grads.d_channel, u),
+            _or(grads.d_scalars, u),
             *handover,
             FUSED_WRITE=config.fused_write,
             **flags,
