@@ -710,12 +710,16 @@ def _zeroed_grad_final_and_counters(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(the final state's gradient [B, R] fp32, ``n_counters`` int32 counters for
     ``chunk.finish_partials``, zeroed): an empty ``grad_final`` becomes zeros, cut from the
-    counters' zeroed buffer, so that one fill serves both."""
-    if grad_final.numel() > 0:
-        return grad_final, zeroed_buffer(like, (n_counters,), torch.int32)
-    n_states = geo.batch * geo.width
-    zeros = zeroed_buffer(like, (n_states + n_counters,), torch.float32)
-    return zeros[:n_states].view(geo.batch, geo.width), zeros[n_states:].view(torch.int32)
+    counters' zeroed buffer, so that one fill serves both. Traced by ``torch.compile`` the two
+    are separate buffers: Inductor cannot index a dtype view of a slice ("make_reindexer NYI
+    on DtypeView", torch 2.11)."""
+    if grad_final.numel() == 0 and not is_fake(like):
+        n_states = geo.batch * geo.width
+        zeros = zeroed_buffer(like, (n_states + n_counters,), torch.float32)
+        return zeros[:n_states].view(geo.batch, geo.width), zeros[n_states:].view(torch.int32)
+    if grad_final.numel() == 0:
+        grad_final = zeroed_buffer(like, (geo.batch, geo.width), torch.float32)
+    return grad_final, zeroed_buffer(like, (n_counters,), torch.int32)
 
 
 def _reduce_partials(
