@@ -29,8 +29,7 @@ def scan_forward(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     h0: torch.Tensor | None,
     config: list[int],
@@ -42,8 +41,7 @@ def scan_forward(
         gate_x=gate_x,
         gate_a=gate_a,
         y=y,
-        channel=channel,
-        scalars=scalars,
+        parameters=parameters,
         reset=reset,
         h0=h0,
         config=ScanConfig.from_list(config),
@@ -56,8 +54,7 @@ def _scan_forward_fake(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     h0: torch.Tensor | None,
     config: list[int],
@@ -75,8 +72,7 @@ def scan_backward(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     config: list[int],
 ) -> tuple[
@@ -86,11 +82,10 @@ def scan_backward(
     torch.Tensor,
     torch.Tensor,
     torch.Tensor,
-    torch.Tensor,
 ]:
     """Backward scan (``grad_final`` [B, R] fp32, or empty for zeros); returns (d_u, d_gate_x,
-    d_gate_a, d_y, d_channel, d_scalars, d_h0), an empty tensor for an input without a
-    gradient in this mode."""
+    d_gate_a, d_y, d_parameters, d_h0), an empty tensor for an input without a gradient in
+    this mode."""
     result = launch_backward(
         wrap_triton,
         grad_output,
@@ -100,8 +95,7 @@ def scan_backward(
         gate_x=gate_x,
         gate_a=gate_a,
         y=y,
-        channel=channel,
-        scalars=scalars,
+        parameters=parameters,
         reset=reset,
         config=ScanConfig.from_list(config),
     )
@@ -116,8 +110,7 @@ def _scan_backward_fake(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     config: list[int],
 ) -> tuple[
@@ -127,15 +120,14 @@ def _scan_backward_fake(
     torch.Tensor,
     torch.Tensor,
     torch.Tensor,
-    torch.Tensor,
 ]:
-    result = allocate_backward(u, gate_x, gate_a, channel, ScanConfig.from_list(config))
+    result = allocate_backward(u, gate_x, gate_a, parameters, ScanConfig.from_list(config))
     return result.as_tuple()  # type: ignore[return-value]
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
-    u, gate_x, gate_a, y, channel, scalars, reset, h0, config = inputs
-    ctx.save_for_backward(u, gate_x, gate_a, y, channel, scalars, reset, output[2])
+    u, gate_x, gate_a, y, parameters, reset, h0, config = inputs
+    ctx.save_for_backward(u, gate_x, gate_a, y, parameters, reset, output[2])
     ctx.config = config
     ctx.has_h0 = h0 is not None
     # Outputs nothing differentiates (the final state, usually; the saved states, always)
@@ -148,7 +140,7 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor
 def _backward(
     ctx: Any, grad_output: torch.Tensor | None, grad_final: torch.Tensor | None, _: Any
 ) -> tuple[torch.Tensor | None, ...]:
-    u, gate_x, gate_a, y, channel, scalars, reset, saved = ctx.saved_tensors
+    u, gate_x, gate_a, y, parameters, reset, saved = ctx.saved_tensors
     grad_output = torch.zeros_like(u) if grad_output is None else grad_output.contiguous()
     # An empty final-state gradient stands for zeros (see _setup_context).
     grad_final = u.new_empty((0,), dtype=torch.float32) if grad_final is None else grad_final
@@ -160,12 +152,11 @@ def _backward(
         gate_x,
         gate_a,
         y,
-        channel,
-        scalars,
+        parameters,
         reset,
         ctx.config,
     )
-    d_u, d_gate_x, d_gate_a, d_y, d_channel, d_scalars, d_h0 = (
+    d_u, d_gate_x, d_gate_a, d_y, d_parameters, d_h0 = (
         grad if grad.numel() > 0 else None for grad in grads
     )
     return (
@@ -173,8 +164,7 @@ def _backward(
         d_gate_x,
         d_gate_a,
         d_y,
-        d_channel,
-        d_scalars,
+        d_parameters,
         None,
         d_h0 if ctx.has_h0 else None,
         None,
@@ -192,8 +182,7 @@ def scan(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     h0: torch.Tensor | None,
     config: ScanConfig,
@@ -207,15 +196,16 @@ def scan(
         gate_x, gate_a: RG-LRU's gate logits (u's dtype), or x and log_a (fp32, log_a -inf
             at a document start) in the precomputed mode; None for SAMU.
         y: [B, L, R] output gate (u's dtype) or None for output h.
-        channel: [1, R] (a_param) or [3, R] (a_param, w_a, w_x) fp32, or None.
-        scalars: [4] fp32 (b_a, b_x, log_c, skip) or None.
+        parameters: fp32, packed into one tensor so that its gradient is one buffer too:
+            [R] a_param (RG-LRU's gates), [3 * R + 4] a_param, w_a, w_x then b_a, b_x,
+            log_c, skip (SAMU's), [4] (precomputed gates with the y*(h + skip*u) output:
+            skip last), or None.
         reset: [B, L] uint8, 1 where a document starts, or None.
         h0: [B, R] fp32 or None.
         config: the kernels' specialisation.
     """
     tensors = [
-        t if t is None else t.contiguous()
-        for t in (u, gate_x, gate_a, y, channel, scalars, reset, h0)
+        t if t is None else t.contiguous() for t in (u, gate_x, gate_a, y, parameters, reset, h0)
     ]
     output, final_state, _ = scan_forward(*tensors, config.as_list())
     return output, final_state

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
 from typing import Any
@@ -116,6 +116,40 @@ class ScanConfig:
     def num_partials(self) -> int:
         """Rows of parameter-gradient partial sums per program (see ``store_partials``)."""
         return 7 if self.gate_mode == GateMode.SAMU else 1
+
+    @property
+    def channel_rows(self) -> int:
+        """Per-channel parameter rows the kernels read: a_param, w_a, w_x (SAMU's gates) or
+        a_param (RG-LRU's); none with precomputed gates."""
+        return {GateMode.SAMU: 3, GateMode.RGLRU: 1}.get(self.gate_mode, 0)
+
+    @property
+    def has_scalars(self) -> bool:
+        """Whether the kernels read the four scalars (b_a, b_x, log_c, skip): SAMU's gates,
+        or precomputed gates with the y*(h + skip*u) output (which reads skip)."""
+        return self.gate_mode == GateMode.SAMU or (
+            self.gate_mode == GateMode.PRECOMPUTED and self.out_mode == OutMode.Y_H_SKIP
+        )
+
+
+def split_parameters(
+    parameters: torch.Tensor | None, config: ScanConfig, width: int
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The kernels' two parameter arguments, as views of the packed parameters (or of their
+    gradient): ([channel_rows, R] rows, [4] scalars), None for what the mode does not read.
+
+    Args:
+        parameters: [channel_rows * R (+ 4 with scalars)] fp32 (see :func:`custom_ops.scan`),
+            or None (or empty) where the mode reads none.
+        config: the kernels' specialisation (which parameters it reads).
+        width: R.
+    """
+    if parameters is None or parameters.numel() == 0:
+        return None, None
+    rows = config.channel_rows * width
+    channel = parameters[:rows].view(config.channel_rows, width) if rows else None
+    scalars = parameters[rows:] if config.has_scalars else None
+    return channel, scalars
 
 
 def scan_config(spec: BackendSpec, gate_mode: GateMode, out_mode: OutMode) -> ScanConfig:
@@ -365,8 +399,7 @@ def launch_forward(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     h0: torch.Tensor | None,
     config: ScanConfig,
@@ -374,6 +407,7 @@ def launch_forward(
     """Run the forward passes of ``config`` (all tensors contiguous; see ``ops`` modules)."""
     result = allocate_forward(u, config)
     geo = _Geometry.of(u, config)
+    channel, scalars = split_parameters(parameters, config, geo.width)
     pointers = [_or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)]
     flags = geo.flags(config, has_resets=reset is not None, backward=False)
     sizes = (geo.length, geo.width, geo.n_chunks)
@@ -492,16 +526,15 @@ class BackwardResult:
     """Gradients; an empty tensor stands for an input that has none in this mode.
 
     d_u, d_y: [B, L, R] in u's dtype. d_gate_x, d_gate_a: the logits' gradients (RG-LRU,
-    u's dtype) or those of x and log_a (precomputed, fp32). d_channel: [1 or 3, R] fp32,
-    d_scalars: [4] fp32 (b_a, b_x, log_c, skip), d_h0: [B, R] fp32.
+    u's dtype) or those of x and log_a (precomputed, fp32). d_parameters: the packed
+    parameters' (:func:`split_parameters` gives its views), d_h0: [B, R] fp32.
     """
 
     d_u: torch.Tensor
     d_gate_x: torch.Tensor
     d_gate_a: torch.Tensor
     d_y: torch.Tensor
-    d_channel: torch.Tensor
-    d_scalars: torch.Tensor
+    d_parameters: torch.Tensor
     d_h0: torch.Tensor
 
     def as_tuple(self) -> tuple[torch.Tensor, ...]:
@@ -511,8 +544,7 @@ class BackwardResult:
             self.d_gate_x,
             self.d_gate_a,
             self.d_y,
-            self.d_channel,
-            self.d_scalars,
+            self.d_parameters,
             self.d_h0,
         )
 
@@ -521,7 +553,7 @@ def allocate_backward(
     u: torch.Tensor,
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
-    channel: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     config: ScanConfig,
 ) -> BackwardResult:
     """Empty gradient buffers (also the fake implementation's)."""
@@ -534,16 +566,12 @@ def allocate_backward(
         return new_buffer(tensor, tuple(tensor.shape), tensor.dtype)
 
     has_u_grad = config.gate_mode != GateMode.PRECOMPUTED or config.out_mode == OutMode.Y_H_SKIP
-    has_scalars = config.gate_mode == GateMode.SAMU or (
-        config.gate_mode == GateMode.PRECOMPUTED and config.out_mode == OutMode.Y_H_SKIP
-    )
     return BackwardResult(
         d_u=like(u) if has_u_grad else none(),
         d_gate_x=like(gate_x) if gate_x is not None else none(),
         d_gate_a=like(gate_a) if gate_a is not None else none(),
         d_y=like(u) if config.out_mode != OutMode.H else none(),
-        d_channel=like(channel) if channel is not None else none(),
-        d_scalars=new_buffer(u, (4,), torch.float32) if has_scalars else none(),
+        d_parameters=like(parameters) if parameters is not None else none(),
         d_h0=new_buffer(u, (u.shape[0], u.shape[2]), torch.float32),
     )
 
@@ -558,15 +586,15 @@ def launch_backward(
     gate_x: torch.Tensor | None,
     gate_a: torch.Tensor | None,
     y: torch.Tensor | None,
-    channel: torch.Tensor | None,
-    scalars: torch.Tensor | None,
+    parameters: torch.Tensor | None,
     reset: torch.Tensor | None,
     config: ScanConfig,
 ) -> BackwardResult:
     """Run the backward passes of ``config`` (all tensors contiguous; ``grad_final`` [B, R]
     fp32, or empty where no gradient reached the final state)."""
-    grads = allocate_backward(u, gate_x, gate_a, channel, config)
+    grads = allocate_backward(u, gate_x, gate_a, parameters, config)
     geo = _Geometry.of(u, config)
+    channel, scalars = split_parameters(parameters, config, geo.width)
     # The time-split and sequential kernels sum their partials themselves, with counters.
     n_counters = 0 if config.hierarchical else geo.n_rb + 1
     grad_final, counters = _zeroed_grad_final_and_counters(u, grad_final, geo, n_counters)
@@ -618,8 +646,7 @@ def launch_backward(
             grads.d_h0,
             partial,
             counters,
-            _or(grads.d_channel, u),
-            _or(grads.d_scalars, u),
+            *(_or(view, u) for view in split_parameters(grads.d_parameters, config, geo.width)),
             *handover,
             FUSED_WRITE=config.fused_write,
             **flags,
@@ -650,7 +677,8 @@ def launch_backward(
             **chain_flags,
             **flags,
         )
-        return _reduce_partials(partial, grads, config)
+        _sum_partials(partial, grads, config)
+        return grads
     sum_a = new_buffer(u, summaries_shape, torch.float32)
     sum_b = new_buffer(u, summaries_shape, torch.float32)
     carry = new_buffer(u, summaries_shape, torch.float32)
@@ -692,7 +720,8 @@ def launch_backward(
         FUSED_WRITE=config.fused_write,
         **flags,
     )
-    return _reduce_partials(partial, grads, config)
+    _sum_partials(partial, grads, config)
+    return grads
 
 
 def _partial_buffer(
@@ -722,25 +751,22 @@ def _zeroed_grad_final_and_counters(
     return grad_final, zeroed_buffer(like, (n_counters,), torch.int32)
 
 
-def _reduce_partials(
-    partial: torch.Tensor, grads: BackwardResult, config: ScanConfig
-) -> BackwardResult:
+def _sum_partials(partial: torch.Tensor, grads: BackwardResult, config: ScanConfig) -> None:
     """Deterministic reduction (torch.sum, no atomics) of the hierarchical passes' partial
-    sums [rows, num_partials, R]. Their programs are many and short, so each waiting for an
-    atomic's answer at its end (``chunk.finish_partials``, which the time-split and
-    sequential kernels use) cost more than these kernels: 3-8 % (H100, 2026-12-06)."""
+    sums [rows, num_partials, R] into the parameters' gradient. Their programs are many and
+    short, so each waiting for an atomic's answer at its end (``chunk.finish_partials``,
+    which the time-split and sequential kernels use) cost more than these kernels: 3-8 %
+    (H100, 2026-12-06)."""
+    d_channel, d_scalars = split_parameters(grads.d_parameters, config, partial.shape[-1])
+    if d_channel is not None:
+        torch.sum(partial[:, : config.channel_rows], dim=0, out=d_channel)
+    if d_scalars is None:
+        return
     if config.gate_mode == GateMode.SAMU:
-        return replace(
-            grads,
-            d_channel=partial[:, :3].sum(dim=0),
-            d_scalars=partial[:, 3:].sum(dim=(0, 2)),
-        )
-    if config.gate_mode == GateMode.RGLRU:
-        return replace(grads, d_channel=partial.sum(dim=0))
-    if config.out_mode == OutMode.Y_H_SKIP:
-        skip = partial.sum().reshape(1)
-        return replace(grads, d_scalars=torch.cat([skip.new_zeros(3), skip]))
-    return grads
+        torch.sum(partial[:, 3:], dim=(0, 2), out=d_scalars)
+    else:  # precomputed gates: skip's gradient alone
+        d_scalars[:3].zero_()
+        torch.sum(partial.reshape(-1), dim=0, out=d_scalars[3])
 
 
 def new_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:

@@ -46,8 +46,10 @@ def samu_chunk(
             gate_x=None,
             gate_a=None,
             y=kernel_y,
-            channel=torch.stack([a_param, w_a, w_x]),
-            scalars=torch.stack([b_a, b_x, log_c, skip]),
+            # One copy kernel packs all seven (their gradient comes back as one buffer).
+            parameters=torch.cat(
+                [a_param, w_a, w_x, *(p.reshape(1) for p in (b_a, b_x, log_c, skip))]
+            ),
             reset=kernel_resets(segment_pos),
             h0=h0,
             config=config,
@@ -55,15 +57,14 @@ def samu_chunk(
     else:
         log_a, x = samu_gates(u, params, reset_mask(segment_pos))
         config = scan_config(spec, GateMode.PRECOMPUTED, out_mode)
-        zero = skip.new_zeros(())
-        scalars = torch.stack([zero, zero, zero, skip]) if spec.fused_output else None
+        # The output y*(h + skip*u) reads skip, the last of the four scalars.
+        scalars = torch.cat([skip.new_zeros(3), skip.reshape(1)]) if spec.fused_output else None
         output, final_state = scan(
             u,
             gate_x=x,
             gate_a=log_a,
             y=kernel_y,
-            channel=None,
-            scalars=scalars,
+            parameters=scalars,
             reset=None,
             h0=h0,
             config=config,
