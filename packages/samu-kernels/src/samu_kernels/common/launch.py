@@ -763,7 +763,7 @@ def _sum_partials(partial: torch.Tensor, grads: BackwardResult, config: ScanConf
     if d_scalars is None:
         return
     if config.gate_mode == GateMode.SAMU:
-        torch.sum(partial[:, 3:], dim=(0, 2), out=d_scalars)
+        torch.sum(partial[:, config.channel_rows :], dim=(0, 2), out=d_scalars)
     else:  # precomputed gates: skip's gradient alone
         d_scalars[:3].zero_()
         torch.sum(partial.reshape(-1), dim=0, out=d_scalars[3])
