@@ -656,7 +656,7 @@ def launch_backward(
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
-    # The hierarchical passes' partial rows are summed by torch.sum (see _reduce_partials).
+    # The hierarchical passes' partial rows are summed by torch.sum (see _sum_partials).
     partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
     scratch = geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs)
     if geo.tile.chained or geo.run_lookback(config):
