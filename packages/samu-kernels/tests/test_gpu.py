@@ -412,7 +412,7 @@ def test_strip_probe_times_each_probe_and_writes_the_product() -> None:
 def test_time_split_backward_sums_its_parameter_gradients_itself(
     shape: tuple[int, int, int],
 ) -> None:
-    # The SAMU default's step is its scan kernels, the parameters' stack and one zero fill
+    # The SAMU default's step is its scan kernels, the parameters' packing copy and one zero fill
     # (the final state's gradient and the partial-sum counters): no reduction kernel, and
     # no zero gradients filled by autograd for the unused outputs.
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415

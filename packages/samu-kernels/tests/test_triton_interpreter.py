@@ -64,6 +64,8 @@ CASES = [
         True,
     ),
     ("samu", "hierarchical_chunk8", "reference", SHAPE, True, True),
+    # The hierarchical passes' skip gradient alone (precomputed gates, y*(h + skip*u)):
+    ("samu", "fused_output_hierarchical_chunk8", "reference", SHAPE, True, True),
     ("samu", "fused_output_fused_write_chunk16", "reference", WIDE, True, True),
     ("rglru", samu_kernels.DEFAULT_BACKENDS["rglru"], None, EVEN, True, True),
     ("rglru", "fused_fused_output_fused_write_shared_sfu_chunk8", None, EVEN, False, True),
