@@ -17,7 +17,8 @@ a time in the launching thread. (The peers' few kernels compile in the timing pr
 It measures the device copy bandwidth (a large device-to-device copy, bytes read plus
 written), then times forward + backward of each backend on each reference shape
 (bfloat16), and of the public scans a user would otherwise
-pick (fla-core's ``chunk_hgrn`` and ``fused_recurrent_hgrn``, ``accelerated_scan``) when
+pick (fla-core's ``chunk_hgrn`` and ``fused_recurrent_hgrn``, ``accelerated_scan``: on its
+own [B, C, T] layout, and once more with the transposes from [B, L, R] and back timed) when
 they are importable. Bandwidth is *counted bytes* / time, where counted bytes are the
 bytes a fused implementation must move at least (docs/kernels.md, "Counted bytes"):
 

@@ -97,6 +97,21 @@ def peer_steps(
             torch.autograd.backward(scan(gates, tokens), grad_bct)
 
         steps["accelerated_scan.scalar"] = (accelerated_step, [gates, tokens])
+        # The same scan called from our layout: what a [B, L, R] model pays for it (the
+        # transposes to [B, C, T] and back, forward and backward, are in the timed step).
+        gates_blr = gates.detach().transpose(1, 2).contiguous().requires_grad_(True)
+        tokens_blr = x.clone().requires_grad_(True)
+
+        def accelerated_from_rows_step() -> None:
+            states = scan(
+                gates_blr.transpose(1, 2).contiguous(), tokens_blr.transpose(1, 2).contiguous()
+            )
+            torch.autograd.backward(states.transpose(1, 2).contiguous(), grad)
+
+        steps["accelerated_scan.scalar+transposes"] = (
+            accelerated_from_rows_step,
+            [gates_blr, tokens_blr],
+        )
     return steps
 
 
