@@ -8,15 +8,18 @@ import os
 import pytest
 import torch
 
-from samu_kernels.backends import REFERENCE_FILE_ROWS
+from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
 from samu_kernels.benchmark import (
     BACKENDS,
     COUNTED_TENSORS,
+    GOAL_PERCENT_OF_COPY,
     REFERENCE_SHAPES,
     REVISION_VARIABLE,
+    BenchmarkRow,
     Timing,
     _row,
     benchmark_tasks,
+    goal_lines,
     provenance,
     sweep_tasks,
 )
@@ -39,6 +42,35 @@ def test_bandwidth_comes_from_device_time_and_counted_bytes(architecture: str) -
     assert row.timing == "cuda_graph"
     assert row.gbps == pytest.approx(counted / 0.5e-3 / 1e9)
     assert row.percent_of_copy == pytest.approx(100 * row.gbps / 4000.0)
+
+
+def test_goal_lines_judge_each_default_backend_against_the_copy_share_and_the_peers() -> None:
+    shape = REFERENCE_SHAPES["state2560_medium"]
+    copy_gbps = 3000.0
+
+    def row(
+        name: str, architecture: str, ms: float, case: str = "state2560_medium"
+    ) -> BenchmarkRow:
+        timing = Timing(device_ms=ms, launch_ms=ms, method="cuda_graph")
+        return _row(name, architecture, case, shape, timing, copy_gbps)
+
+    samu_row = row(DEFAULT_BACKENDS["samu"], "samu", 0.19)
+    rows = [
+        samu_row,
+        row("fused_output_chunk16", "samu", 0.10),  # not a default backend: not judged
+        row("accelerated_scan.scalar", "linear_scan", 0.145),
+        row("fla.chunk_hgrn", "linear_scan", 0.76),
+        row("accelerated_scan.scalar", "linear_scan", 0.5, case="state2048_short"),
+    ]
+    lines = goal_lines(rows)
+    assert lines[0].startswith(f"goal: >= {GOAL_PERCENT_OF_COPY:.0f} % of copy")
+    assert lines[1:] == [
+        f"state2560_medium   samu  {samu_row.percent_of_copy:5.1f} % of copy (not met); "
+        "accelerated_scan.scalar 1.31x, fla.chunk_hgrn 0.25x"
+    ]
+    assert samu_row.percent_of_copy < GOAL_PERCENT_OF_COPY
+    rows[0] = row(DEFAULT_BACKENDS["samu"], "samu", 0.05)
+    assert "% of copy (met); accelerated_scan.scalar 0.34x" in goal_lines(rows)[1]
 
 
 H200_SMS = 132

@@ -69,9 +69,11 @@ from samu_kernels.result_file import add_result_file_options, refuse_unwritable_
 from samu_kernels.sweep_grid import sweep_tiles
 
 __all__ = [
+    "GOAL_PERCENT_OF_COPY",
     "BenchmarkRow",
     "Timing",
     "benchmark_tasks",
+    "goal_lines",
     "main",
     "measure_copy_bandwidth",
     "provenance",
@@ -94,6 +96,9 @@ BACKENDS: tuple[tuple[str, str], ...] = (
     ("samu", "fused_output_fused_write_shared_sfu_chunk16"),
 )
 COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
+GOAL_PERCENT_OF_COPY = 70.0
+"""Issue 4: a default backend's forward + backward should reach this share of the copy
+bandwidth (by counted bytes) on every reference shape."""
 REVISION_VARIABLE = "SAMU_GIT_REVISION"
 """Names the code's revision in result files where git cannot (``scripts/gpu_from_source.sh``
 sets it): a copied checkout or a container whose .git is absent, or holds only the base
@@ -318,6 +323,36 @@ def best_rows(rows: Sequence[BenchmarkRow]) -> list[BenchmarkRow]:
     return list(best.values())
 
 
+def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
+    """Issue 4's goal, per reference shape and default backend (``DEFAULT_BACKENDS``): the
+    row's % of copy bandwidth against ``GOAL_PERCENT_OF_COPY``, and its time over each
+    peer's on the same shape (below 1: ours is faster). Shapes without a default backend's
+    row are left out."""
+    lines = [
+        f"goal: >= {GOAL_PERCENT_OF_COPY:.0f} % of copy, faster than each peer "
+        "(time over the peer's < 1)"
+    ]
+    for case in dict.fromkeys(row.case for row in rows):
+        peers = [row for row in rows if row.case == case and row.architecture == "linear_scan"]
+        for architecture, backend in DEFAULT_BACKENDS.items():
+            ours = [
+                row
+                for row in rows
+                if (row.case, row.architecture, row.implementation) == (case, architecture, backend)
+            ]
+            if not ours:
+                continue
+            percent = ours[0].percent_of_copy
+            verdict = "met" if percent >= GOAL_PERCENT_OF_COPY else "not met"
+            ratios = ", ".join(
+                f"{peer.implementation} {ours[0].median_ms / peer.median_ms:.2f}x" for peer in peers
+            )
+            lines.append(
+                f"{case:18s} {architecture:5s} {percent:5.1f} % of copy ({verdict}); {ratios}"
+            )
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m samu_kernels.benchmark --out results.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -347,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"best geometry per (shape, implementation) ({TILE_ENV} values):")
         for row in best_rows(rows):
             print(_format_row(row))
+    else:
+        print("\n".join(goal_lines(rows)))
     args.out.write_text(
         json.dumps(
             {
