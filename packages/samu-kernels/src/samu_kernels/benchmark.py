@@ -97,8 +97,9 @@ BACKENDS: tuple[tuple[str, str], ...] = (
 )
 COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
 GOAL_PERCENT_OF_COPY = 70.0
-"""Issue 4: a default backend's forward + backward should reach this share of the copy
-bandwidth (by counted bytes) on every reference shape."""
+"""The speed goal (docs/kernels.md, "Where the goal stands"): a default backend's forward +
+backward reaches this share of the copy bandwidth (by counted bytes) on every reference
+shape, and beats each peer there."""
 REVISION_VARIABLE = "SAMU_GIT_REVISION"
 """Names the code's revision in result files where git cannot (``scripts/gpu_from_source.sh``
 sets it): a copied checkout or a container whose .git is absent, or holds only the base
@@ -324,7 +325,7 @@ def best_rows(rows: Sequence[BenchmarkRow]) -> list[BenchmarkRow]:
 
 
 def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
-    """Issue 4's goal, per reference shape and default backend (``DEFAULT_BACKENDS``): the
+    """The speed goal, per reference shape and default backend (``DEFAULT_BACKENDS``): the
     row's % of copy bandwidth against ``GOAL_PERCENT_OF_COPY``, and its time over each
     peer's on the same shape (below 1: ours is faster). Shapes without a default backend's
     row are left out."""
