@@ -1,9 +1,11 @@
-"""The kernel benchmark's row arithmetic (the timing itself needs a GPU)."""
+"""The kernel benchmark: its rows, goal lines, tasks and peer steps (the timing needs a GPU)."""
 
 from __future__ import annotations
 
 import math
 import os
+import sys
+import types
 
 import pytest
 import torch
@@ -23,7 +25,7 @@ from samu_kernels.benchmark import (
     provenance,
     sweep_tasks,
 )
-from samu_kernels.benchmark_steps import scan_step
+from samu_kernels.benchmark_steps import peer_steps, scan_step
 from samu_kernels.common.geometry import TILE_ENV, format_tile
 from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
 from samu_kernels.precompile import CompileTask, precompile
@@ -147,3 +149,54 @@ def test_result_files_say_when_and_on_what_they_were_measured(
     assert made["created"].endswith("+00:00")
     monkeypatch.delenv(REVISION_VARIABLE)
     assert provenance(torch.device("cuda"))["revision"] is None
+
+
+def _linear_scan_over_time(
+    decays: torch.Tensor, tokens: torch.Tensor, time_axis: int
+) -> torch.Tensor:
+    """h_t = decays_t h_{t-1} + tokens_t along ``time_axis`` (a stand-in for the peers)."""
+    states, h = [], torch.zeros_like(tokens.select(time_axis, 0))
+    for t in range(tokens.shape[time_axis]):
+        h = decays.select(time_axis, t) * h + tokens.select(time_axis, t)
+        states.append(h)
+    return torch.stack(states, dim=time_axis)
+
+
+def test_peer_steps_give_every_leaf_a_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The peers' timed steps, with stand-ins for the libraries (their kernels need a GPU):
+    each runs forward + backward in its layout and reaches every leaf it names."""
+    fla_hgrn = types.ModuleType("fla.ops.hgrn")
+
+    def hgrn(x: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return _linear_scan_over_time(g.float().exp(), x.float(), time_axis=1), None
+
+    fla_hgrn.chunk_hgrn = fla_hgrn.fused_recurrent_hgrn = hgrn  # type: ignore[attr-defined]
+    accelerated = types.ModuleType("accelerated_scan.scalar")
+    accelerated.scan = lambda forget, inputs: _linear_scan_over_time(forget, inputs, time_axis=2)  # type: ignore[attr-defined]
+    for name, module in (
+        ("fla", types.ModuleType("fla")),
+        ("fla.ops", types.ModuleType("fla.ops")),
+        ("fla.ops.hgrn", fla_hgrn),
+        ("accelerated_scan", types.ModuleType("accelerated_scan")),
+        ("accelerated_scan.scalar", accelerated),
+    ):
+        monkeypatch.setitem(sys.modules, name, module)
+    steps = peer_steps((2, 5, 3), torch.device("cpu"))
+    assert list(steps) == [
+        "fla.chunk_hgrn",
+        "fla.fused_recurrent_hgrn",
+        "accelerated_scan.scalar",
+        "accelerated_scan.scalar+transposes",
+    ]
+    for name, (step, leaves) in steps.items():
+        step()
+        for leaf in leaves:
+            assert leaf.grad is not None, name
+            assert leaf.grad.shape == leaf.shape, name
+            assert torch.isfinite(leaf.grad).all(), name
+    plain, transposed = (
+        steps["accelerated_scan.scalar"][1],
+        steps["accelerated_scan.scalar+transposes"][1],
+    )
+    for bct, blr in zip(plain, transposed, strict=True):
+        torch.testing.assert_close(bct.grad.transpose(1, 2), blr.grad)

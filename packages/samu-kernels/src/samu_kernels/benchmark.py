@@ -336,17 +336,16 @@ def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
     for case in dict.fromkeys(row.case for row in rows):
         peers = [row for row in rows if row.case == case and row.architecture == "linear_scan"]
         for architecture, backend in DEFAULT_BACKENDS.items():
-            ours = [
-                row
-                for row in rows
-                if (row.case, row.architecture, row.implementation) == (case, architecture, backend)
-            ]
-            if not ours:
+            key = (case, architecture, backend)
+            ours = next(
+                (r for r in rows if (r.case, r.architecture, r.implementation) == key), None
+            )
+            if ours is None:
                 continue
-            percent = ours[0].percent_of_copy
+            percent = ours.percent_of_copy
             verdict = "met" if percent >= GOAL_PERCENT_OF_COPY else "not met"
             ratios = ", ".join(
-                f"{peer.implementation} {ours[0].median_ms / peer.median_ms:.2f}x" for peer in peers
+                f"{peer.implementation} {ours.median_ms / peer.median_ms:.2f}x" for peer in peers
             )
             lines.append(
                 f"{case:18s} {architecture:5s} {percent:5.1f} % of copy ({verdict}); {ratios}"

@@ -87,10 +87,10 @@ def peer_steps(
     except ImportError as error:
         print(f"skipping accelerated_scan (accelerated_scan.scalar.scan): {error}")
     else:
+        decays = log_a.float().exp().to(torch.bfloat16)
         # accelerated_scan's layout is [B, C, T].
-        gates = log_a.float().exp().to(torch.bfloat16).transpose(1, 2).contiguous()
+        gates = decays.transpose(1, 2).contiguous().requires_grad_(True)
         tokens = x.transpose(1, 2).contiguous().requires_grad_(True)
-        gates.requires_grad_(True)
         grad_bct = grad.transpose(1, 2).contiguous()
 
         def accelerated_step() -> None:
@@ -99,18 +99,17 @@ def peer_steps(
         steps["accelerated_scan.scalar"] = (accelerated_step, [gates, tokens])
         # The same scan called from our layout: what a [B, L, R] model pays for it (the
         # transposes to [B, C, T] and back, forward and backward, are in the timed step).
-        gates_blr = gates.detach().transpose(1, 2).contiguous().requires_grad_(True)
-        tokens_blr = x.clone().requires_grad_(True)
+        decays_blr, x_blr = decays.requires_grad_(True), x.clone().requires_grad_(True)
 
         def accelerated_from_rows_step() -> None:
             states = scan(
-                gates_blr.transpose(1, 2).contiguous(), tokens_blr.transpose(1, 2).contiguous()
+                decays_blr.transpose(1, 2).contiguous(), x_blr.transpose(1, 2).contiguous()
             )
             torch.autograd.backward(states.transpose(1, 2).contiguous(), grad)
 
         steps["accelerated_scan.scalar+transposes"] = (
             accelerated_from_rows_step,
-            [gates_blr, tokens_blr],
+            [decays_blr, x_blr],
         )
     return steps
 
