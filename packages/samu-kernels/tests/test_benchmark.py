@@ -6,6 +6,7 @@ import math
 import os
 import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from samu_kernels.benchmark import (
     _row,
     benchmark_tasks,
     goal_lines,
+    main,
     provenance,
     sweep_tasks,
 )
@@ -101,6 +103,38 @@ def test_benchmark_tasks_use_the_tile_the_run_is_timed_with(
     assert {task.geometry for task in tasks} == {""}
     monkeypatch.setenv(TILE_ENV, "unroll=4")
     assert {task.geometry for task in benchmark_tasks()} == {"unroll=4"}
+
+
+def test_benchmark_tasks_time_only_the_chosen_backends() -> None:
+    chosen = [("samu", SAMU_SEQUENTIAL)]
+    tasks = benchmark_tasks(chosen)
+    assert [task.shape for task in tasks] == list(REFERENCE_SHAPES.values())
+    assert {(task.architecture, task.backend) for task in tasks} == set(chosen)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--backend", SAMU_SEQUENTIAL], "--backend: expected ARCH:NAME with ARCH one of"),
+        (["--backend", "hawk:chunk16"], "architecture must be one of"),
+        (["--backend", "samu:chunk17"], "--backend 'samu:chunk17'"),
+        (["--backend", "samu:fused_chunk16"], "the token 'fused' is RG-LRU-only"),
+        (["--backend", "rglru:reference"], "the benchmark times Triton backends"),
+        (["--backend", f"samu:{SAMU_SEQUENTIAL}", "--sweep"], "give one or the other"),
+    ],
+)
+def test_the_command_refuses_a_bad_backend_choice(
+    arguments: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "kernels.json"
+    with pytest.raises(SystemExit) as stopped:
+        main(["--out", str(out), *arguments])
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_scan_step_refuses_an_unknown_architecture() -> None:

@@ -55,7 +55,7 @@ from typing import Any
 import torch
 
 from samu_kernels import FAST_MATH_ENABLED, TANH_SIGMOID_ENABLED
-from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
+from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS, check_backend
 from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
 from samu_kernels.common.geometry import (
     TILE_ENV,
@@ -178,22 +178,26 @@ def time_step(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False
     return Timing(device_ms, launch_ms, "cuda_graph")
 
 
-def benchmark_tasks() -> list[CompileTask]:
-    """Every (backend, reference shape) :func:`run_benchmark` times, at the geometry it will
-    be timed with (``SAMU_KERNELS_TILE`` if set, else the heuristic's)."""
+def benchmark_tasks(backends: Sequence[tuple[str, str]] = BACKENDS) -> list[CompileTask]:
+    """Every ((architecture, backend) of ``backends``, reference shape) :func:`run_benchmark`
+    times, at the geometry it will be timed with (``SAMU_KERNELS_TILE`` if set, else the
+    heuristic's)."""
     geometry = os.environ.get(TILE_ENV, "")
     return [
         CompileTask(architecture, backend, shape, geometry)
         for shape in REFERENCE_SHAPES.values()
-        for architecture, backend in BACKENDS
+        for architecture, backend in backends
     ]
 
 
-def run_benchmark(device: torch.device, jobs: int = 1) -> tuple[float, list[BenchmarkRow]]:
-    """Copy bandwidth (GB/s) and one row per (implementation, reference shape); the
-    kernels are compiled first in ``jobs`` processes (:func:`precompile`); a backend whose
-    kernels fail to compile on a shape is left out there."""
-    planned = benchmark_tasks()
+def run_benchmark(
+    device: torch.device, jobs: int = 1, backends: Sequence[tuple[str, str]] = BACKENDS
+) -> tuple[float, list[BenchmarkRow]]:
+    """Copy bandwidth (GB/s) and one row per (implementation, reference shape): each
+    (architecture, backend) of ``backends`` and each importable peer. The kernels are
+    compiled first in ``jobs`` processes (:func:`precompile`); a backend whose kernels fail
+    to compile on a shape is left out there."""
+    planned = benchmark_tasks(backends)
     failed = _precompile(planned, jobs, device)
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
@@ -353,6 +357,25 @@ def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
     return lines
 
 
+def _backend_choice(parser: argparse.ArgumentParser, text: str) -> tuple[str, str]:
+    """``ARCH:NAME`` of ``--backend`` as (architecture, backend), checked as the scans will
+    check it; a bad one exits through ``parser.error`` naming what is wrong."""
+    architecture, colon, backend = text.partition(":")
+    if not colon or not backend:
+        parser.error(
+            f"--backend: expected ARCH:NAME with ARCH one of {sorted(DEFAULT_BACKENDS)}, "
+            f"e.g. samu:{DEFAULT_BACKENDS['samu']}; got {text!r}"
+        )
+    controller = FUSED_COORDS_CONTROLLER if architecture == "samu" else None
+    try:
+        spec = check_backend(architecture, backend, controller)
+    except ValueError as error:
+        parser.error(f"--backend {text!r}: {error}")
+    if not spec.is_triton:
+        parser.error(f"--backend {text!r}: the benchmark times Triton backends (chunk<T> names)")
+    return architecture, backend
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m samu_kernels.benchmark --out results.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -368,7 +391,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=min(16, os.cpu_count() or 1),
         help="processes that compile the kernels before timing (default: CPUs, at most 16)",
     )
+    parser.add_argument(
+        "--backend",
+        action="append",
+        metavar="ARCH:NAME",
+        help="time this backend (repeatable; e.g. samu:" + DEFAULT_BACKENDS["samu"] + ") "
+        "instead of the reference-file names and their variants; the peers are timed too",
+    )
     args = parser.parse_args(argv)
+    if args.backend and args.sweep:
+        parser.error("--backend: --sweep times the reference-file names; give one or the other")
+    chosen = dict.fromkeys(_backend_choice(parser, text) for text in args.backend or ())
+    backends = tuple(chosen) or BACKENDS
     refuse_unwritable_result_file(parser, args.out, force=args.force)
     if not torch.cuda.is_available():
         print("samu_kernels.benchmark needs a CUDA GPU")
@@ -376,7 +410,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = torch.device("cuda")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    copy_gbps, rows = (run_sweep if args.sweep else run_benchmark)(device, args.jobs)
+    if args.sweep:
+        copy_gbps, rows = run_sweep(device, args.jobs)
+    else:
+        copy_gbps, rows = run_benchmark(device, args.jobs, backends)
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name(device)})")
     if args.sweep:
         print(f"best geometry per (shape, implementation) ({TILE_ENV} values):")
