@@ -75,6 +75,7 @@ def test_goal_lines_judge_each_default_backend_against_the_copy_share_and_the_pe
     assert samu_row.percent_of_copy < GOAL_PERCENT_OF_COPY
     rows[0] = row(DEFAULT_BACKENDS["samu"], "samu", 0.05)
     assert "% of copy (met); accelerated_scan.scalar 0.34x" in goal_lines(rows)[1]
+    assert goal_lines(rows[1:]) == []  # no default backend timed: nothing to judge
 
 
 H200_SMS = 132

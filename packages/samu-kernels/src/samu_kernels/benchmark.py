@@ -332,11 +332,8 @@ def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
     """The speed goal, per reference shape and default backend (``DEFAULT_BACKENDS``): the
     row's % of copy bandwidth against ``GOAL_PERCENT_OF_COPY``, and its time over each
     peer's on the same shape (below 1: ours is faster). Shapes without a default backend's
-    row are left out."""
-    lines = [
-        f"goal: >= {GOAL_PERCENT_OF_COPY:.0f} % of copy, faster than each peer "
-        "(time over the peer's < 1)"
-    ]
+    row are left out; without any, there are no lines."""
+    lines: list[str] = []
     for case in dict.fromkeys(row.case for row in rows):
         peers = [row for row in rows if row.case == case and row.architecture == "linear_scan"]
         for architecture, backend in DEFAULT_BACKENDS.items():
@@ -354,7 +351,11 @@ def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
             lines.append(
                 f"{case:18s} {architecture:5s} {percent:5.1f} % of copy ({verdict}); {ratios}"
             )
-    return lines
+    header = (
+        f"goal: >= {GOAL_PERCENT_OF_COPY:.0f} % of copy, faster than each peer "
+        "(time over the peer's < 1)"
+    )
+    return [header, *lines] if lines else []
 
 
 def _backend_choice(parser: argparse.ArgumentParser, text: str) -> tuple[str, str]:
@@ -420,7 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for row in best_rows(rows):
             print(_format_row(row))
     else:
-        print("\n".join(goal_lines(rows)))
+        for line in goal_lines(rows):
+            print(line)
     args.out.write_text(
         json.dumps(
             {
