@@ -63,7 +63,7 @@ from samu_kernels.common.geometry import (
     set_tile_override,
     tile_override_kept,
 )
-from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
+from samu_kernels.controllers import FUSED_COORDS_CONTROLLER, default_controller
 from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 from samu_kernels.sweep_grid import sweep_tiles
@@ -367,9 +367,8 @@ def _backend_choice(parser: argparse.ArgumentParser, text: str) -> tuple[str, st
             f"--backend: expected ARCH:NAME with ARCH one of {sorted(DEFAULT_BACKENDS)}, "
             f"e.g. samu:{DEFAULT_BACKENDS['samu']}; got {text!r}"
         )
-    controller = FUSED_COORDS_CONTROLLER if architecture == "samu" else None
     try:
-        spec = check_backend(architecture, backend, controller)
+        spec = check_backend(architecture, backend, default_controller(architecture))
     except ValueError as error:
         parser.error(f"--backend {text!r}: {error}")
     if not spec.is_triton:
@@ -413,16 +412,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.sweep:
         copy_gbps, rows = run_sweep(device, args.jobs)
+        summary = [
+            f"best geometry per (shape, implementation) ({TILE_ENV} values):",
+            *(_format_row(row) for row in best_rows(rows)),
+        ]
     else:
         copy_gbps, rows = run_benchmark(device, args.jobs, backends)
+        summary = goal_lines(rows)
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name(device)})")
-    if args.sweep:
-        print(f"best geometry per (shape, implementation) ({TILE_ENV} values):")
-        for row in best_rows(rows):
-            print(_format_row(row))
-    else:
-        for line in goal_lines(rows):
-            print(line)
+    for line in summary:
+        print(line)
     args.out.write_text(
         json.dumps(
             {

@@ -37,7 +37,7 @@ from samu_kernels.common.geometry import (
     set_tile_override,
     tile_override_kept,
 )
-from samu_kernels.controllers import FUSED_COORDS_CONTROLLER
+from samu_kernels.controllers import default_controller
 from samu_kernels.precompile import CompileTask, precompile
 from samu_kernels.result_file import add_result_file_options, refuse_unwritable_result_file
 
@@ -233,9 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shape = parse_shape(args.shape)
     except ValueError as error:
         parser.error(f"--shape: {error}")
-    controller = FUSED_COORDS_CONTROLLER if args.arch == "samu" else None
     try:
-        check_backend(args.arch, backend, controller)
+        check_backend(args.arch, backend, default_controller(args.arch))
     except ValueError as error:
         parser.error(f"--backend: {error}")
     if len(args.tile) < 2:
