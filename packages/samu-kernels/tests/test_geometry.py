@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS, parse_b
 from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common import launch
 from samu_kernels.common.geometry import (
+    BLOCK_PIECES,
     HIERARCHICAL_UNROLL,
     HIERARCHICAL_WARPS_PER_SM,
     LOOKBACK_RUNS,
@@ -21,6 +23,7 @@ from samu_kernels.common.geometry import (
     TMA_STAGES,
     Tile,
     balanced_programs,
+    block_pieces,
     choose_tile,
     format_tile,
     heuristic_tile,
@@ -178,6 +181,7 @@ def test_override_replaces_the_given_keys(monkeypatch: pytest.MonkeyPatch) -> No
         "tma": 0,
         "channels": 0,
         "programs": 0,
+        "pieces": 0,
     }
 
 
@@ -338,6 +342,18 @@ def test_balanced_programs_only_where_blocks_load_some_sms_twice() -> None:
     sweep = sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
     assert sweep[0] == base
     assert tile in sweep
+
+
+def test_block_pieces_where_balanced_programs_would_be() -> None:
+    # The balanced programs' warps and tiles, every block cut into pieces instead of shares.
+    short, medium, long = REFERENCE_SHAPES.values()
+    base = heuristic_tile(*medium, 32, hierarchical=False, multiprocessors=H200_SMS, tma_loads=True)
+    tile = block_pieces(base, medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    balanced = balanced_programs(base, medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    assert tile == replace(balanced, programs=0, pieces=BLOCK_PIECES)
+    for batch, _length, width in (short, long):
+        assert block_pieces(base, batch, width, 32, multiprocessors=H200_SMS) is None
+    assert tile in sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
 
 
 def test_an_even_grid_recuts_only_the_time_split_programs_it_evens_out() -> None:

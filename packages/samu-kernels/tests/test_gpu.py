@@ -278,20 +278,26 @@ def test_programs_of_fewer_channels_through_the_tma_equal_pointer_loads(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("cut", ["programs", "pieces=4"])
 @pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
-def test_balanced_programs_equal_the_whole_block_programs(
-    architecture: str, backend: str, controller: str | None, monkeypatch: pytest.MonkeyPatch
+def test_cut_blocks_equal_the_whole_block_programs(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    cut: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The medium reference shape's 160 blocks on one program per SM: every cut block's
-    # carry is the state (and gradient) the whole-block program reaches there, so output,
-    # final state and input gradients are its bits; the parameter gradients add two
-    # partial sums per cut block, within the reference's tolerance.
+    # The medium reference shape's 160 blocks on one program per SM (programs), or each cut
+    # into 4 pieces: every cut block's carry is the state (and gradient) the whole-block
+    # program reaches there, so output, final state and input gradients are its bits; the
+    # parameter gradients add a partial sum per piece, within the reference's tolerance.
     problem = medium_problem(architecture)
     whole_blocks = "block_r=16,split=8,tile_rows=256,fwd_split=0"
     monkeypatch.setenv(TILE_ENV, whole_blocks)
     whole = run(problem, backend, controller)
-    programs = torch.cuda.get_device_properties(CUDA).multi_processor_count
-    monkeypatch.setenv(TILE_ENV, f"{whole_blocks},programs={programs}")
+    if cut == "programs":
+        cut = f"programs={torch.cuda.get_device_properties(CUDA).multi_processor_count}"
+    monkeypatch.setenv(TILE_ENV, f"{whole_blocks},{cut}")
     balanced = assert_matches_reference(problem, backend, controller)
     sequences = {"output", "final_state", "grad_h0", "grad_u", "grad_y"}
     sequences |= {"grad_gate_x_logits", "grad_gate_a_logits"}

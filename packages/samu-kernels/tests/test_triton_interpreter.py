@@ -374,9 +374,20 @@ def test_the_fused_rglru_gates_even_the_grid_out(
         # RG-LRU's fused gates without fused_write (saved states), 7-channel programs.
         ("rglru", "fused_chunk8", None, "split=2,tile_rows=8,channels=7,programs=5"),
         ("samu", "fused_output_chunk8", "reference", "split=1,block_r=16,tile_rows=8,programs=3"),
+        # Block pieces of 2, 2 and 1 tiles: 12 programs, each piece's state (and gradient)
+        # handed to the next; the forward's own tiles in 3 pieces of one.
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=8,fwd_split=2,pieces=3",
+        ),
+        # More pieces asked for than the blocks have tiles: one piece per tile.
+        ("rglru", "fused_chunk8", None, "split=2,tile_rows=8,channels=7,pieces=9"),
+        ("samu", "fused_output_chunk8", "reference", "split=1,block_r=16,tile_rows=8,pieces=2"),
     ],
 )
-def test_balanced_programs_hand_cut_blocks_over(
+def test_cut_blocks_are_handed_over(
     architecture: str,
     backend: str,
     controller: str | None,
@@ -389,19 +400,21 @@ def test_balanced_programs_hand_cut_blocks_over(
     assert_matches_reference(problem, backend, controller)
 
 
-def test_balanced_programs_compute_the_whole_block_programs_states(
-    monkeypatch: pytest.MonkeyPatch, device: torch.device
+@pytest.mark.parametrize("cut", ["programs=3", "pieces=3"])
+def test_cut_blocks_compute_the_whole_block_programs_states(
+    cut: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
     # A cut block's carry is the state the whole-block program reaches at the cut: output,
-    # final state and input gradients bit for bit; the parameter gradients sum two partials.
+    # final state and input gradients bit for bit; the parameter gradients sum a partial
+    # per share or piece.
     problem = make_problem("samu", (2, 37, 19), torch.float32, device, resets=True, h0=True)
     backend = "fused_output_fused_write_shared_sfu_chunk8"
     monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=8")
     whole = run(problem, backend, "fp32_fused_coords")
-    monkeypatch.setenv(TILE_ENV, "split=1,block_r=16,tile_rows=8,programs=3")
-    balanced = run(problem, backend, "fp32_fused_coords")
+    monkeypatch.setenv(TILE_ENV, f"split=1,block_r=16,tile_rows=8,{cut}")
+    cut_blocks = run(problem, backend, "fp32_fused_coords")
     for name in ("output", "final_state", "grad_u", "grad_y", "grad_h0"):
-        assert torch.equal(balanced[name], whole[name]), name
+        assert torch.equal(cut_blocks[name], whole[name]), name
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
@@ -535,6 +548,12 @@ def test_time_split_layouts_through_the_tma_equal_pointer_loads(
         ),
         ("fused_output_fused_write_chunk8", "split=1,block_r=16,channels=24", "exceeds"),
         ("fused_output_fused_write_chunk8", "split=0,programs=1", "needs time-split programs"),
+        ("fused_output_fused_write_chunk8", "split=0,pieces=2", "needs time-split programs"),
+        (
+            "fused_output_fused_write_chunk8",
+            "split=1,block_r=16,tile_rows=8,programs=2,pieces=2",
+            "cut blocks two ways",
+        ),
     ],
 )
 def test_bad_time_split_geometries_are_refused(

@@ -10,6 +10,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="tma=3"
     SAMU_KERNELS_TILE="block_r=32,channels=24,split=8,tile_rows=128"
     SAMU_KERNELS_TILE="programs=132,split=8,tile_rows=256,fwd_split=0"
+    SAMU_KERNELS_TILE="pieces=4,split=8,tile_rows=256,fwd_split=0"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -37,7 +38,11 @@ owns, 1..block_r, its other lanes masked; 0: block_r. C < block_r evens out grid
 it, the heuristic's may be smaller) and ``programs`` (time-split programs: at most that many
 programs; where the problem has more channel blocks, each program scans a contiguous share of
 their tiles, a block cut between two programs handing its state over, ``split.py``; 0: one
-program per block). Keys left out keep the heuristic's value.
+program per block) and ``pieces`` (time-split programs, not with ``programs``: K >= 2 cuts
+every block at the same tiles into K pieces of whole tiles, one program each, taken
+piece-major so that the programs running side by side scan their blocks' same rows, each
+piece's state handed to the next, ``split.py``; 0 or 1: whole blocks). Keys left out keep
+the heuristic's value.
 """
 
 from __future__ import annotations
@@ -169,6 +174,7 @@ _KEYS = {
     "tma": "tma",
     "channels": "channels",
     "programs": "programs",
+    "pieces": "pieces",
 }
 
 
@@ -208,7 +214,9 @@ class Tile:
     programs only): at most that many programs: where B * cdiv(R, channels) channel blocks
     are more, each program scans a contiguous share of the blocks' tiles (block-major), a
     block cut between two programs handing its state over (``split.forward_split_kernel``);
-    0: one program per block.
+    0: one program per block. pieces (time-split programs only, not with programs): K >= 2
+    cuts every block into K pieces of whole tiles at the same rows, one program each, taken
+    in piece-major order (``split.piece_of_ticket``); 0 or 1: whole blocks.
     """
 
     block_r: int
@@ -226,6 +234,7 @@ class Tile:
     tma: int = 0
     channels: int = 0
     programs: int = 0
+    pieces: int = 0
 
     @property
     def program_channels(self) -> int:
@@ -383,6 +392,24 @@ def balanced_programs(
     )
 
 
+BLOCK_PIECES = 4
+"""Pieces per block of :func:`block_pieces`: on [1, 8192, 2560] and 132 SMs, 640 pieces of
+8-warp programs, 4.85 per SM and 5 on the busiest (1.25 blocks' work, where the heuristic's
+busiest SMs scan two whole blocks)."""
+
+
+def block_pieces(
+    base: Tile, batch: int, width: int, chunk: int, *, multiprocessors: int
+) -> Tile | None:
+    """:func:`balanced_programs`' geometry with every block cut at the same tiles into
+    BLOCK_PIECES pieces instead of shares (``Tile.pieces``): the programs running side by
+    side scan their blocks' same rows, which balanced shares cannot. None where the grid is
+    already even. Not timed yet (docs/performance.md, "Block pieces"); the ``--sweep``
+    grid holds it."""
+    balanced = balanced_programs(base, batch, width, chunk, multiprocessors=multiprocessors)
+    return None if balanced is None else replace(balanced, programs=0, pieces=BLOCK_PIECES)
+
+
 def parse_tile_override(text: str) -> dict[str, int]:
     """``"block_r=64,stages=3"`` -> ``{"block_r": 64, "num_stages": 3}`` (Tile field names).
 
@@ -432,7 +459,7 @@ def parse_tile_override(text: str) -> dict[str, int]:
                     f"{TILE_ENV}: tma must be 0 (pointer loads) or 2..{MAX_TMA_STAGES} (tiles "
                     f"in flight through the Tensor Memory Accelerator), got {value}"
                 )
-        elif key in ("prefetch", "channels", "programs"):
+        elif key in ("prefetch", "channels", "programs", "pieces"):
             if value < 0:
                 raise ValueError(f"{TILE_ENV}: {key} must be >= 0, got {value}")
         elif value < 1:

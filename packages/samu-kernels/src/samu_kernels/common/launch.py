@@ -206,12 +206,22 @@ class _Geometry:
             tma_loads=config.gate_mode == GateMode.SAMU,
             even_grid=config.gate_mode == GateMode.RGLRU,
         )
-        for key, value in (("channels", tile.channels), ("programs", tile.programs)):
+        time_split_keys = (
+            ("channels", tile.channels),
+            ("programs", tile.programs),
+            ("pieces", tile.pieces),
+        )
+        for key, value in time_split_keys:
             if value and (config.hierarchical or not tile.split):
                 raise ValueError(
                     f"{TILE_ENV}: {key}={value} needs time-split programs (split > 0 and a "
                     "name without hierarchical)"
                 )
+        if tile.programs and tile.pieces > 1:
+            raise ValueError(
+                f"{TILE_ENV}: programs={tile.programs} and pieces={tile.pieces} cut blocks two "
+                "ways: give one of them"
+            )
         if tile.channels > tile.block_r:
             raise ValueError(
                 f"{TILE_ENV}: channels={tile.channels} exceeds the program's lanes "
@@ -240,17 +250,40 @@ class _Geometry:
         scanning a contiguous share of their tiles."""
         return 0 < self.tile.programs < self.n_blocks
 
-    def split_handover(self, like: torch.Tensor) -> tuple[int, tuple[Any, ...], dict[str, Any]]:
-        """(programs, trailing arguments, constexpr) of a time-split launch: the arguments
-        CARRY, FLAG, L, R, n_chunks, n_blocks; balanced, the blocks' carries fp32 [B, R] and
-        their flags int32 [n_blocks] (zeroed), else one program per block and ``like`` for
-        CARRY and FLAG (never read)."""
+    def pieces(self, tile_rows: int) -> tuple[int, int]:
+        """(pieces, tiles per piece) of each block of a time-split direction whose tiles have
+        ``tile_rows`` rows: ``Tile.pieces`` pieces of whole tiles, fewer where the blocks
+        have fewer tiles (no piece is empty); (1, its tiles) for whole blocks."""
+        n_tiles = triton.cdiv(self.length, tile_rows)
+        per_piece = triton.cdiv(n_tiles, max(1, self.tile.pieces))
+        return triton.cdiv(n_tiles, per_piece), per_piece
+
+    def split_handover(
+        self, like: torch.Tensor, tile_rows: int
+    ) -> tuple[int, tuple[Any, ...], dict[str, Any]]:
+        """(programs, trailing arguments, constexpr) of a time-split launch whose tiles have
+        ``tile_rows`` rows: the arguments CARRY, FLAG, L, R, n_chunks, n_blocks and
+        tiles_per_piece, and HANDOVER (``split.WHOLE_BLOCKS`` etc., as ints). Balanced, the
+        blocks' carries fp32 [B, R] and their flags int32 [n_blocks] (zeroed); in pieces
+        (:meth:`pieces`), the pieces' carries fp32 [pieces, B, R] and their flags int32
+        [pieces, n_blocks] and the ticket (zeroed), one program per piece; else one program
+        per block and ``like`` for CARRY and FLAG (never read)."""
         sizes = (self.length, self.width, self.n_chunks, self.n_blocks)
-        if not self.balanced:
-            return self.n_blocks, (like, like, *sizes), {"BALANCED": False}
-        carry = new_buffer(like, (self.batch, self.width), torch.float32)
-        flag = zeroed_buffer(like, (self.n_blocks,), torch.int32)
-        return self.tile.programs, (carry, flag, *sizes), {"BALANCED": True}
+        n_pieces, per_piece = self.pieces(tile_rows)
+        if self.balanced:
+            carry = new_buffer(like, (self.batch, self.width), torch.float32)
+            flag = zeroed_buffer(like, (self.n_blocks,), torch.int32)
+            return (
+                self.tile.programs,
+                (carry, flag, *sizes, 0),
+                {"HANDOVER": split.BALANCED_SHARES.value},
+            )
+        if n_pieces > 1:
+            carry = new_buffer(like, (n_pieces, self.batch, self.width), torch.float32)
+            flag = zeroed_buffer(like, (n_pieces * self.n_blocks + 1,), torch.int32)
+            handover = (carry, flag, *sizes, per_piece)
+            return n_pieces * self.n_blocks, handover, {"HANDOVER": split.BLOCK_PIECES.value}
+        return self.n_blocks, (like, like, *sizes, 0), {"HANDOVER": split.WHOLE_BLOCKS.value}
 
     def scratch(self, like: torch.Tensor, config: ScanConfig, n_programs: int) -> torch.Tensor:
         """The fused_write backward's per-program [T, BLOCK_R] fp32 rows of recomputed
@@ -422,7 +455,7 @@ def launch_forward(
                 config, (u_, gate_x_, gate_a_, y_, reset_), has_resets=reset is not None
             )
             pointers = [u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_]
-            programs, handover, balance_flags = geo.split_handover(u)
+            programs, handover, balance_flags = geo.split_handover(u, flags["TILE"])
             flags |= balance_flags
         else:
             kernel = kernels.forward_sequential_kernel
@@ -606,9 +639,9 @@ def launch_backward(
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
-        # Balanced time-split programs write two rows per block (split.backward_split_kernel).
-        partial_rows = 2 * geo.batch if geo.balanced else geo.batch
-        partial = _partial_buffer(u, partial_rows, geo, config)
+        # One partial row per batch row and block; balanced time-split programs write two,
+        # pieces one per piece (split.backward_split_kernel).
+        partial_rows = geo.batch
         n_programs = geo.n_blocks
         # Time-split programs (split.py) keep a tile's states in registers; the row walk
         # rereads a recomputed chunk from its scratch rows.
@@ -632,11 +665,13 @@ def launch_backward(
             u_, gate_x_, gate_a_, y_, reset_, grad_output_ = sources[:6]
             saved_ = saved if config.fused_write else sources[6]
             inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output_)
-            n_programs, handover, balance_flags = geo.split_handover(u)
+            n_programs, handover, balance_flags = geo.split_handover(u, flags["TILE"])
             flags |= load_flags | balance_flags
+            partial_rows *= 2 if geo.balanced else geo.pieces(flags["TILE"])[0]
         else:
             kernel = kernels.backward_sequential_kernel
             scratch_rows = (geo.scratch(u, config, n_programs),)
+        partial = _partial_buffer(u, partial_rows, geo, config)
         wrap(kernel)[(n_programs,)](
             *inputs,
             grad_final,

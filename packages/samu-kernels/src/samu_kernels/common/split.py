@@ -39,6 +39,10 @@ With ``programs=N`` in the geometry (balanced programs, an override measured slo
 program per block: docs/performance.md, "Balanced programs, timed"), N programs each scan a
 contiguous share of the blocks' tiles, a block cut between two of them handed over through a
 carry and a flag (:func:`share_of_program`, :func:`entering_state`, :func:`leaving_state`).
+With ``pieces=K`` every block is cut at the same tiles into K pieces, one program each, the
+programs taking their pieces from a ticket in piece-major order (:func:`piece_of_ticket`): the
+programs running at any time scan neighbouring blocks at the same rows, and each piece's
+carry comes from a program that took its ticket one whole row of pieces earlier.
 
 The per-element math is ``chunk.py``'s (:func:`chunk.load_row`, :func:`chunk.gates_of_row`,
 :func:`chunk.output_of`, :func:`chunk.input_gradients`), applied to tile rows.
@@ -77,6 +81,11 @@ from samu_kernels.common.tiles import (
     sum_segments,
 )
 
+# HANDOVER of the time-split kernels: how blocks are cut between programs.
+WHOLE_BLOCKS: tl.constexpr = tl.constexpr(0)  # one program per block
+BALANCED_SHARES: tl.constexpr = tl.constexpr(1)  # Tile.programs: shares of the blocks' tiles
+BLOCK_PIECES: tl.constexpr = tl.constexpr(2)  # Tile.pieces: blocks cut at the same tiles
+
 
 @triton.jit
 def share_of_program(pid, n_blocks, n_tiles, BACKWARD: tl.constexpr):
@@ -106,6 +115,31 @@ def piece_of(block, n_tiles, share_start, share_end):
 
 
 @triton.jit
+def piece_of_ticket(FLAG, n_blocks, n_tiles, tiles_per_piece, BACKWARD: tl.constexpr):
+    """(block, piece, first tile, end tile, pieces) of the next piece of a BLOCK_PIECES launch:
+    a ticket (the int32 after FLAG's [pieces, n_blocks] flags) counted piece-major, so that a
+    program only waits on a piece whose ticket was taken earlier, by a running program, and
+    the programs running side by side scan neighbouring blocks at the same rows. The
+    backward counts the pieces from the last."""
+    n_pieces = tl.cdiv(n_tiles, tiles_per_piece)
+    ticket = tl.atomic_add(FLAG + n_pieces * n_blocks, 1)
+    piece = ticket // n_blocks
+    if BACKWARD:
+        piece = n_pieces - 1 - piece
+    first_tile = piece * tiles_per_piece
+    end_tile = tl.minimum(first_tile + tiles_per_piece, n_tiles)
+    return ticket % n_blocks, piece, first_tile, end_tile, n_pieces
+
+
+@triton.jit
+def piece_slot(CARRY, FLAG, piece, n_blocks, R: tl.constexpr, CHANNELS: tl.constexpr):
+    """The carry [B, R] (fp32) and flags [n_blocks] of ``piece`` in a BLOCK_PIECES launch's
+    CARRY [pieces, B, R] and FLAG [pieces, n_blocks]."""
+    rows = n_blocks // tl.cdiv(R, CHANNELS)
+    return CARRY + piece.to(tl.int64) * rows * R, FLAG + piece * n_blocks
+
+
+@triton.jit
 def forward_split_kernel(
     U,
     GATE_X,
@@ -124,6 +158,7 @@ def forward_split_kernel(
     R: tl.constexpr,
     n_chunks,
     n_blocks,
+    tiles_per_piece,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -138,20 +173,36 @@ def forward_split_kernel(
     FUSED_WRITE: tl.constexpr,
     DESCRIBED: tl.constexpr,
     TILE_STAGES: tl.constexpr,
-    BALANCED: tl.constexpr,
+    HANDOVER: tl.constexpr,
 ):
-    """Forward of the time-split programs. Without BALANCED, program i scans (batch row,
-    channel block) i: CHANNELS channels on BLOCK_R lanes, the rest masked (``Tile.channels``;
-    n_blocks programs). With BALANCED, fewer programs than blocks (``Tile.programs``) each
-    scan a contiguous share of the block-major tiles (:func:`share_of_program`): the tail of
-    a block whose head the previous program scans, whole blocks, the head of a block the
-    next program finishes. A program scans its share's last block first: the head's state
-    after its last tile goes to CARRY [B, R] (fp32) and raises its block's flag in FLAG
-    [n_blocks] (int32, zeroed), and the tail, scanned last, waits for it (its predecessor
-    scanned that head first, so the wait is short). Every state is the one the whole-block
-    program computes, bit for bit. See :func:`_forward_piece` for the scan."""
+    """Forward of the time-split programs. With HANDOVER WHOLE_BLOCKS, program i scans
+    (batch row, channel block) i: CHANNELS channels on BLOCK_R lanes, the rest masked
+    (``Tile.channels``; n_blocks programs). With BALANCED_SHARES, fewer programs than blocks
+    (``Tile.programs``) each scan a contiguous share of the block-major tiles
+    (:func:`share_of_program`): the tail of a block whose head the previous program scans,
+    whole blocks, the head of a block the next program finishes. A program scans its
+    share's last block first: the head's state after its last tile goes to CARRY [B, R]
+    (fp32) and raises its block's flag in FLAG [n_blocks] (int32, zeroed), and the tail,
+    scanned last, waits for it (its predecessor scanned that head first, so the wait is
+    short). With BLOCK_PIECES (``Tile.pieces``), each program scans one piece of
+    ``tiles_per_piece`` tiles of a block (:func:`piece_of_ticket`), the state after it going
+    to its piece's CARRY [pieces, B, R] and FLAG [pieces, n_blocks] (+ the ticket, zeroed)
+    for the next piece. Every state is the one the whole-block program computes, bit for
+    bit. See :func:`_forward_piece` for the scan."""
     n_tiles = tl.cdiv(L, TILE)
-    if BALANCED:
+    if HANDOVER == BLOCK_PIECES:
+        block, piece, first_tile, end_tile, _n_pieces = piece_of_ticket(
+            FLAG, n_blocks, n_tiles, tiles_per_piece, False
+        )
+        carry_in, flag_in = piece_slot(CARRY, FLAG, tl.maximum(piece - 1, 0), n_blocks, R, CHANNELS)
+        carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
+        _forward_piece(
+            U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, carry_in,
+            flag_in, carry_out, flag_out, block, first_tile, end_tile, n_tiles, L, R, n_chunks,
+            GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
+            FULL_TILES, HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
+        )  # fmt: skip
+    elif HANDOVER == BALANCED_SHARES:
         first_block, last_block, share_start, share_end = share_of_program(
             tl.program_id(0), n_blocks, n_tiles, False
         )
@@ -160,23 +211,24 @@ def forward_split_kernel(
             first_tile, end_tile = piece_of(block, n_tiles, share_start, share_end)
             _forward_piece(
                 U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY,
-                FLAG, block, first_tile, end_tile, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE,
-                T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, HAS_H0,
-                FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
+                FLAG, CARRY, FLAG, block, first_tile, end_tile, n_tiles, L, R, n_chunks,
+                GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU,
+                HAS_RESETS, FULL_TILES, HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
             )  # fmt: skip
     else:
         # One piece, no loop around the tile loop: the whole-block kernel compiles as before.
         _forward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG,
-            tl.program_id(0), 0, n_tiles, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE,
-            SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, HAS_H0, FUSED_WRITE,
-            DESCRIBED, TILE_STAGES, False,
+            CARRY, FLAG, tl.program_id(0), 0, n_tiles, n_tiles, L, R, n_chunks, GATE_MODE,
+            OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES,
+            HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, False,
         )  # fmt: skip
 
 
 @triton.jit
 def _forward_piece(
-    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG, block,
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY_IN, FLAG_IN,
+    CARRY_OUT, FLAG_OUT, block,
     first_tile, end_tile, n_tiles, L, R: tl.constexpr, n_chunks, GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
     BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
@@ -188,8 +240,9 @@ def _forward_piece(
     cut into SEGMENTS segments scanned side by side by the program's threads
     (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes to SAVED.
     The state entering the first tile is h0 (or zero), or with CUT and a first tile past 0
-    the carry another program published for this block (CARRY, FLAG); the state after the
-    last goes to FINAL, or with CUT and an end before the block's last tile to CARRY.
+    the carry another program published for this block (CARRY_IN, FLAG_IN); the state after
+    the last goes to FINAL, or with CUT and an end before the block's last tile to CARRY_OUT
+    (raising FLAG_OUT).
     DESCRIBED: U, GATE_X, GATE_A and Y are tensor descriptors, each tile loaded as one box
     per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``; RESET stays a
     pointer); else pointers, the next tile's rows loaded while this one is computed."""
@@ -199,7 +252,7 @@ def _forward_piece(
         block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
     h = entering_state(
-        H0, CARRY, FLAG, block, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT
+        H0, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT
     )
     column0 = channel_block_start(block, R, CHANNELS)
     if not DESCRIBED:
@@ -253,8 +306,9 @@ def _forward_piece(
             tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
             before = state
     leaving_state(
-        FINAL, CARRY, FLAG, block, b, columns, column_mask, R, end_tile < n_tiles, h, BLOCK_R, CUT
-    )
+        FINAL, CARRY_OUT, FLAG_OUT, block, b, columns, column_mask, R, end_tile < n_tiles, h,
+        BLOCK_R, CUT,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -284,6 +338,7 @@ def backward_split_kernel(
     R: tl.constexpr,
     n_chunks,
     n_blocks,
+    tiles_per_piece,
     GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr,
     T: tl.constexpr,
@@ -297,21 +352,41 @@ def backward_split_kernel(
     FUSED_WRITE: tl.constexpr,
     DESCRIBED: tl.constexpr,
     TILE_STAGES: tl.constexpr,
-    BALANCED: tl.constexpr,
+    HANDOVER: tl.constexpr,
 ):
     """Backward of the time-split programs, their tiles from the last (:func:`_backward_piece`).
-    Without BALANCED, program i takes (batch row, channel block) i and writes row i's batch
-    row of PARTIAL [B, P, R] (like ``backward_sequential_kernel``). With BALANCED, shares as
-    the forward's (:func:`share_of_program`, counted from the last tile), a share's first
-    block first: the tail of a cut block hands the gradient entering its first row to the
-    head (CARRY [B, R], FLAG [n_blocks], zeroed), scanned last by the next program; a block's
-    partial sums go to PARTIAL [2 B, P, R] row 2 b from the piece that starts at its first
-    tile, row 2 b + 1 from a tail (zeros where the block is whole). Either way the partial
-    rows are summed in row order into D_CHANNEL and D_SCALARS by the programs that complete
-    them (:func:`chunk.finish_partials`, COUNTERS zeroed). DESCRIBED: as the forward's,
-    GRAD_OUT and (without FUSED_WRITE) SAVED too."""
+    With HANDOVER WHOLE_BLOCKS, program i takes (batch row, channel block) i and writes row
+    i's batch row of PARTIAL [B, P, R] (like ``backward_sequential_kernel``). With
+    BALANCED_SHARES, shares as the forward's (:func:`share_of_program`, counted from the
+    last tile), a share's first block first: the tail of a cut block hands the gradient
+    entering its first row to the head (CARRY [B, R], FLAG [n_blocks], zeroed), scanned last
+    by the next program; a block's partial sums go to PARTIAL [2 B, P, R] row 2 b from the
+    piece that starts at its first tile, row 2 b + 1 from a tail (zeros where the block is
+    whole). With BLOCK_PIECES, pieces as the forward's, the last first (:func:`piece_of_ticket`):
+    a piece hands the gradient entering its first row to the piece before it through its own
+    CARRY [pieces, B, R] and FLAG [pieces, n_blocks] (+ the ticket, zeroed), and writes row
+    b * pieces + piece of PARTIAL [B * pieces, P, R]. Either way the partial rows are summed
+    in row order into D_CHANNEL and D_SCALARS by the programs that complete them
+    (:func:`chunk.finish_partials`, COUNTERS zeroed). DESCRIBED: as the forward's, GRAD_OUT
+    and (without FUSED_WRITE) SAVED too."""
     n_tiles = tl.cdiv(L, TILE)
-    if BALANCED:
+    if HANDOVER == BLOCK_PIECES:
+        block, piece, first_tile, end_tile, n_pieces = piece_of_ticket(
+            FLAG, n_blocks, n_tiles, tiles_per_piece, True
+        )
+        carry_in, flag_in = piece_slot(
+            CARRY, FLAG, tl.minimum(piece + 1, n_pieces - 1), n_blocks, R, CHANNELS
+        )
+        carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
+        _backward_piece(
+            U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
+            D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, carry_in,
+            flag_in, carry_out, flag_out, block, first_tile, end_tile, n_tiles, n_blocks, piece,
+            n_pieces, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS,
+            SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES,
+            BLOCK_PIECES,
+        )  # fmt: skip
+    elif HANDOVER == BALANCED_SHARES:
         first_block, last_block, share_start, share_end = share_of_program(
             tl.program_id(0), n_blocks, n_tiles, True
         )
@@ -320,40 +395,44 @@ def backward_split_kernel(
             _backward_piece(
                 U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
                 D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY,
-                FLAG, block, first_tile, end_tile, n_tiles, n_blocks, L, R, n_chunks, GATE_MODE,
-                OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
-                FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
+                FLAG, CARRY, FLAG, block, first_tile, end_tile, n_tiles, n_blocks,
+                (first_tile > 0).to(tl.int32), 2, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE,
+                SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE,
+                DESCRIBED, TILE_STAGES, BALANCED_SHARES,
             )  # fmt: skip
     else:
         _backward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
             D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG,
-            tl.program_id(0), 0, n_tiles, n_tiles, n_blocks, L, R, n_chunks, GATE_MODE, OUT_MODE,
-            T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES,
-            FUSED_WRITE, DESCRIBED, TILE_STAGES, False,
+            CARRY, FLAG, tl.program_id(0), 0, n_tiles, n_tiles, n_blocks, 0, 1, L, R, n_chunks,
+            GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
+            FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, WHOLE_BLOCKS,
         )  # fmt: skip
 
 
 @triton.jit
 def _backward_piece(
     U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U, D_GATE_X,
-    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG, block,
-    first_tile, end_tile, n_tiles, n_blocks, L, R: tl.constexpr, n_chunks,
+    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY_IN, FLAG_IN, CARRY_OUT,
+    FLAG_OUT, block, first_tile, end_tile, n_tiles, n_blocks, piece, n_pieces, L,
+    R: tl.constexpr, n_chunks,
     GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr,
     SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr,
     SHARED_SFU: tl.constexpr, HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr,
     FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr, TILE_STAGES: tl.constexpr,
-    CUT: tl.constexpr,
+    HANDOVER: tl.constexpr,
 ):  # fmt: skip
     """Tiles [first_tile, end_tile) of (batch row, channel block) ``block`` from the last,
     segments as in the forward, the states recomputed from the checkpoint of the tile's
     first chunk (FUSED_WRITE). The gradient entering the last row is the final state's, or
-    with CUT and an end before the block's last tile the carry another program published;
-    the one leaving the first row is dL/dh0, or with CUT and a first tile past 0 published
-    (CARRY, FLAG) for the program scanning the block's head. The piece's partial sums end in
-    :func:`chunk.finish_partials` (``n_blocks``: the launch's (batch row, channel block)
-    pairs)."""
+    with a HANDOVER and an end before the block's last tile the carry another program
+    published (CARRY_IN, FLAG_IN); the one leaving the first row is dL/dh0, or with a
+    HANDOVER and a first tile past 0 published (CARRY_OUT, FLAG_OUT) for the program
+    scanning the piece before. The piece's partial sums go to row b * n_pieces + piece of
+    PARTIAL and end in :func:`chunk.finish_partials` (``n_blocks``: the launch's (batch row,
+    channel block) pairs)."""
     S: tl.constexpr = TILE // SEGMENTS
+    CUT: tl.constexpr = HANDOVER != WHOLE_BLOCKS
     CHUNKS_PER_TILE: tl.constexpr = TILE // T
     (b, offs_r, col_mask, columns, column_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x,
      skip, channel_decay_scale) = program_constants(
@@ -361,8 +440,9 @@ def _backward_piece(
     )  # fmt: skip
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = entering_state(
-        GRAD_FINAL, CARRY, FLAG, block, b, columns, column_mask, R, end_tile < n_tiles, True, CUT
-    )
+        GRAD_FINAL, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, end_tile < n_tiles,
+        True, CUT,
+    )  # fmt: skip
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
     column0 = channel_block_start(block, R, CHANNELS)
@@ -436,8 +516,9 @@ def _backward_piece(
             accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
     # dL/dh0 = a_0 dL/dh_0 = c_0.
     leaving_state(
-        D_H0, CARRY, FLAG, block, b, columns, column_mask, R, first_tile > 0, carry, BLOCK_R, CUT
-    )
+        D_H0, CARRY_OUT, FLAG_OUT, block, b, columns, column_mask, R, first_tile > 0, carry,
+        BLOCK_R, CUT,
+    )  # fmt: skip
     acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
     s_decay = sum_segments(acc_decay, SEGMENTS, BLOCK_R)
     s_wa = sum_segments(acc_wa, SEGMENTS, BLOCK_R)
@@ -445,14 +526,12 @@ def _backward_piece(
     s_ba = sum_segments(acc_ba, SEGMENTS, BLOCK_R)
     s_bx = sum_segments(acc_bx, SEGMENTS, BLOCK_R)
     s_skip = sum_segments(acc_skip, SEGMENTS, BLOCK_R)
-    row = b
+    row = b * n_pieces + piece
     rows_written = 1
-    n_rows = n_blocks // tl.cdiv(R, CHANNELS)
-    if CUT:
+    n_rows = n_blocks // tl.cdiv(R, CHANNELS) * n_pieces
+    if HANDOVER == BALANCED_SHARES:  # noqa: SIM102 (a constexpr test, then a runtime one)
         # Row 2 b: the piece from the block's first tile; 2 b + 1: a tail, or zeros where
         # the block is whole.
-        row = 2 * b + (first_tile > 0).to(tl.int32)
-        n_rows = 2 * n_rows
         if first_tile == 0 and end_tile == n_tiles:
             nothing = tl.zeros([BLOCK_R], dtype=tl.float32)
             store_partials(
