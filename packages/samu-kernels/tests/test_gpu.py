@@ -298,11 +298,11 @@ def test_cut_blocks_equal_the_whole_block_programs(
     if cut == "programs":
         cut = f"programs={torch.cuda.get_device_properties(CUDA).multi_processor_count}"
     monkeypatch.setenv(TILE_ENV, f"{whole_blocks},{cut}")
-    balanced = assert_matches_reference(problem, backend, controller)
+    cut_blocks = assert_matches_reference(problem, backend, controller)
     sequences = {"output", "final_state", "grad_h0", "grad_u", "grad_y"}
     sequences |= {"grad_gate_x_logits", "grad_gate_a_logits"}
     for name in sequences & whole.keys():
-        assert torch.equal(balanced[name], whole[name]), name
+        assert torch.equal(cut_blocks[name], whole[name]), name
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
