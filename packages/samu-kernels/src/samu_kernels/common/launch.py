@@ -258,6 +258,12 @@ class _Geometry:
         per_piece = triton.cdiv(n_tiles, max(1, self.tile.pieces))
         return triton.cdiv(n_tiles, per_piece), per_piece
 
+    def partial_rows_per_block(self, tile_rows: int) -> int:
+        """The parameter-gradient partial rows the time-split backward (tiles of
+        ``tile_rows`` rows) writes per (batch row, channel block): two for balanced shares,
+        one per piece (:meth:`pieces`; one for whole blocks)."""
+        return 2 if self.balanced else self.pieces(tile_rows)[0]
+
     def split_handover(
         self, like: torch.Tensor, tile_rows: int
     ) -> tuple[int, tuple[Any, ...], dict[str, Any]]:
@@ -639,9 +645,7 @@ def launch_backward(
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
     if not config.hierarchical:
-        # One partial row per batch row and block; balanced time-split programs write two,
-        # pieces one per piece (split.backward_split_kernel).
-        partial_rows = geo.batch
+        partial_rows = geo.batch  # one per batch row and block; time-split cuts write more
         n_programs = geo.n_blocks
         # Time-split programs (split.py) keep a tile's states in registers; the row walk
         # rereads a recomputed chunk from its scratch rows.
@@ -667,7 +671,7 @@ def launch_backward(
             inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output_)
             n_programs, handover, balance_flags = geo.split_handover(u, flags["TILE"])
             flags |= load_flags | balance_flags
-            partial_rows *= 2 if geo.balanced else geo.pieces(flags["TILE"])[0]
+            partial_rows *= geo.partial_rows_per_block(flags["TILE"])
         else:
             kernel = kernels.backward_sequential_kernel
             scratch_rows = (geo.scratch(u, config, n_programs),)
