@@ -2,24 +2,27 @@
 
 Nothing is launched: ``JITFunction`` launches are intercepted, the signature is built from
 the actual arguments and ``triton.compile`` runs for a CUDA sm_90 target (ptxas included),
-so a kernel that would fail to compile on the H200 fails here. It also fails a scan kernel
-whose PTX interleaves row loads with row stores (:func:`store_then_load_count`): each row
-would then wait for DRAM (measured: ~1.5 us per row on the H200). Each backend runs forward and
-backward on a tiny problem for both architectures it supports, bf16 and fp32, with and
-without resets and an initial state (and, for SAMU, every controller).
+so a kernel that would fail to compile on the H200 fails here, and so does one that needs
+more shared memory than an sm_90 block may have (Triton would refuse to load it). It also
+fails a scan kernel whose PTX interleaves row loads with row stores
+(:func:`store_then_load_count`): each row would then wait for DRAM (measured: ~1.5 us per
+row on the H200). Each backend runs forward and backward on a tiny problem for both
+architectures it supports, bf16 and fp32, with and without resets and an initial state (and,
+for SAMU, every controller).
 
 Usage::
 
     uv run --frozen python scripts/check_kernels_compile.py [--backend NAME ...] [--stats]
         [--shape B,L,R] [--loads pointers|descriptors]
 
-``--stats`` also prints, per kernel, its registers per thread (cuobjdump) and its SASS
-instruction mix (Triton's ``get_sass``): every instruction, the special-function (MUFU)
-ones and the global loads and stores, the numbers behind docs/kernels.md's instruction
-floor. ``--shape`` compiles at another problem size (default 2,40,24); with
-``SAMU_KERNELS_TILE`` that reproduces a GPU geometry. ``--loads descriptors`` compiles the
-time-split kernels with their tiles through the Tensor Memory Accelerator (``tma`` =
-``geometry.TMA_STAGES`` added to the geometry, the CPU tensors taken for an sm_90 GPU's).
+``--stats`` also prints, per kernel, its registers per thread (cuobjdump), its shared memory
+per block and its SASS instruction mix (Triton's ``get_sass``): every instruction, the
+special-function (MUFU) ones and the global loads and stores, the numbers behind
+docs/kernels.md's instruction floor. ``--shape`` compiles at another problem size (default
+2,40,24); with ``SAMU_KERNELS_TILE`` that reproduces a GPU geometry. ``--loads descriptors``
+compiles the time-split kernels with their tiles through the Tensor Memory Accelerator
+(``tma`` = ``geometry.TMA_STAGES`` added to the geometry unless ``SAMU_KERNELS_TILE`` names
+a depth, the CPU tensors taken for an sm_90 GPU's).
 
 The launch geometry is the heuristic's for the tiny problem; set ``SAMU_KERNELS_TILE``
 (e.g. ``block_r=128,warps=8,bwd_warps=8,stages=3``) to compile another one. Exit status 0
@@ -91,6 +94,7 @@ class KernelStats:
     name: str
     constants: str
     registers: int
+    shared_memory: int  # bytes per block
     instructions: int
     special_function: int
     global_loads: int
@@ -130,6 +134,7 @@ def kernel_stats(name: str, constants: str, kernel: CompiledKernel) -> KernelSta
         name,
         constants,
         int(registers.group(1)) if registers else -1,
+        kernel.metadata.shared,
         sum(opcodes.values()),
         opcodes["MUFU"],
         opcodes["LDG"],
@@ -189,6 +194,11 @@ class Compiler:
             last = str(error).strip().splitlines()[-1:] or [repr(error)]
             self.failures.append(f"{fn.__name__} {constants}: {last[0][:300]}")
             return
+        if compiled.metadata.shared > launch.SHARED_MEMORY_PER_BLOCK:
+            self.failures.append(
+                f"{fn.__name__} {constants}: needs {compiled.metadata.shared:,} bytes of shared "
+                f"memory, sm_90 gives a block {launch.SHARED_MEMORY_PER_BLOCK:,}"
+            )
         if self.stats is not None:
             shown = {
                 param.name: bound.get(param.name, param.default)
@@ -331,9 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.loads == "descriptors":
-        os.environ[TILE_ENV] = ",".join(
-            filter(None, (os.environ.get(TILE_ENV, ""), f"tma={TMA_STAGES}"))
-        )
+        asked = os.environ.get(TILE_ENV, "")
+        if "tma=" not in asked:
+            os.environ[TILE_ENV] = ",".join(filter(None, (asked, f"tma={TMA_STAGES}")))
         # The CPU tensors stand for an sm_90 GPU's (the launcher's check is cached per device).
         launch.tma_device = lru_cache(lambda device: True)
     compiler = Compiler(stats=args.stats)
@@ -342,14 +352,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         exercise(backend, compiler.failures, args.shape)
     if compiler.stats:
         print(
-            f"{'kernel':28} {'regs':>5} {'SASS':>6} {'MUFU':>5} {'LDG':>4} {'STG':>4} "
+            f"{'kernel':28} {'regs':>5} {'smem':>6} {'SASS':>6} {'MUFU':>5} {'LDG':>4} {'STG':>4} "
             f"{'LOCAL':>5}  constexprs"
         )
         for item in compiler.stats:
             print(
-                f"{item.name:28} {item.registers:5d} {item.instructions:6d} "
-                f"{item.special_function:5d} {item.global_loads:4d} {item.global_stores:4d} "
-                f"{item.local_memory:5d}  "
+                f"{item.name:28} {item.registers:5d} {item.shared_memory:6d} "
+                f"{item.instructions:6d} {item.special_function:5d} {item.global_loads:4d} "
+                f"{item.global_stores:4d} {item.local_memory:5d}  "
                 f"{item.constants}"
             )
     print(f"compiled {len(compiler.compiled)} kernels for sm_90, {len(compiler.failures)} failures")

@@ -21,6 +21,7 @@ from samu_kernels.common.geometry import (
     SPLIT_ELEMENTS_PER_THREAD,
     TILE_ENV,
     TMA_STAGES,
+    TMA_STAGES_ALONE,
     Tile,
     balanced_programs,
     block_pieces,
@@ -254,11 +255,17 @@ def test_tma_loads_are_the_heuristics_for_samu_time_split_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Timed faster for SAMU's fused gates, not for RG-LRU's: asked for by the launcher there.
-    for hierarchical, expected in ((False, TMA_STAGES), (True, 0)):
+    # A program alone on its SM (the long shape's 128 blocks) keeps one more tile in flight.
+    for shape, hierarchical, expected in (
+        ((1, 32768, 2048), False, TMA_STAGES_ALONE),
+        ((1, 8192, 2560), False, TMA_STAGES),
+        ((4, 2048, 2048), False, TMA_STAGES),
+        ((1, 32768, 2048), True, 0),
+    ):
         tile = heuristic_tile(
-            1, 32768, 2048, 32, hierarchical=hierarchical, multiprocessors=132, tma_loads=True
+            *shape, 32, hierarchical=hierarchical, multiprocessors=132, tma_loads=True
         )
-        assert tile.tma == expected
+        assert tile.tma == expected, shape
     assert heuristic_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132).tma == 0
     monkeypatch.setenv(TILE_ENV, "tma=0")
     asked = choose_tile(1, 32768, 2048, 32, hierarchical=False, multiprocessors=132, tma_loads=True)

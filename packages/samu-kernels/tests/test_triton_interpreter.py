@@ -638,6 +638,28 @@ def test_the_forwards_own_warps_need_tiles_through_the_tma(
     assert (flags["num_warps"], flags["TILE"], flags["DESCRIBED"]) == (warps, 32 * warps, tma > 0)
 
 
+def test_tiles_in_flight_are_as_many_as_fit_a_blocks_shared_memory() -> None:
+    # Triton keeps stages - 1 tiles' boxes in shared memory, beside a few KB of its own.
+    bf16_tile, fp32_tile = 3 * 256 * 16 * 2, 3 * 256 * 16 * 4  # three [256, 16] boxes
+    assert launch.tma_stages_that_fit(4, bf16_tile) == 4
+    assert launch.tma_stages_that_fit(8, fp32_tile) == 5  # 6 compiled to 253,064 bytes
+    assert launch.tma_stages_that_fit(4, 2 * fp32_tile) == 3
+    assert launch.tma_stages_that_fit(3, launch.SHARED_MEMORY_PER_BLOCK) == 0
+
+
+@pytest.mark.parametrize(("inputs", "stages"), [(1, 4), (2, 2), (4, None)])
+def test_descriptor_loads_take_the_depth_their_distinct_inputs_fit(
+    inputs: int, stages: int | None, device: torch.device
+) -> None:
+    # [256, 64] fp32 boxes, 64 KB each; placeholders alias an input and hold no box.
+    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
+        pytest.skip("no Tensor Memory Accelerator before compute capability 9")
+    distinct = [torch.randn(1, 256, 64, device=device) for _ in range(inputs)]
+    tensors = (*distinct, distinct[0], distinct[0][..., 0])
+    _, flags = launch.tile_sources(tensors, 8, 256, 64, 64)
+    assert (flags["DESCRIBED"], flags["TILE_STAGES"]) == (stages is not None, stages)
+
+
 def test_launches_traced_by_torch_compile_load_through_pointers(device: torch.device) -> None:
     # torch.compile traces the launches with fake tensors, and its graph cannot hold host-side
     # tensor descriptors (torch 2.11: Inductor hashes their fake base tensors).

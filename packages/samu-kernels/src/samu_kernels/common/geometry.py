@@ -148,6 +148,13 @@ H100 with the join as one gather (docs/performance.md, "Tiles through the TMA an
 sigmoids by default for SAMU") the SAMU default took 0.84 / 0.84 / 0.96x the pointer
 loads' time on the three reference shapes (4 stages: 0.82 / 0.84 / 0.97x), RG-LRU's time
 split 0.99 / 0.98 / 1.03x, so RG-LRU and precomputed gates keep pointer loads."""
+TMA_STAGES_ALONE = 4
+"""The heuristic's depth for SAMU's fused gates where every program has a multiprocessor to
+itself (SPLIT_WARPS_ALONE): one program must keep the SM's loads in flight alone. On an H100
+(2026-12-06, docs/performance.md, "Four tiles in flight for programs alone") the SAMU
+default on [1, 32768, 2048] took 0.965-0.969x the time of 3 stages (5: 0.971-0.976x); on
+the short shape, two 4-warp programs per SM, 4 stages took 1.055x and on the medium one
+1.03x, so those keep TMA_STAGES."""
 MAX_CHUNKS_PER_PROGRAM = 8
 """Longest run of a hierarchical program, in chunks: longer runs left too few programs on
 the long reference shape in the sweep."""
@@ -279,7 +286,8 @@ def heuristic_tile(
     SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
     for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
     ahead into L2. ``tma_loads`` (SAMU's fused gates) loads their tiles through the Tensor
-    Memory Accelerator, TMA_STAGES tiles in flight, and gives their forward
+    Memory Accelerator, TMA_STAGES tiles in flight (TMA_STAGES_ALONE for programs alone on
+    their multiprocessor), and gives their forward
     FORWARD_SPLIT_WARPS warps where the backward takes SPLIT_WARPS. ``even_grid`` (RG-LRU's
     fused gates) re-cuts time-split programs to one per multiprocessor where 16-channel
     programs would load some SMs twice (:func:`one_program_per_sm`): on [1, 8192, 2560] that
@@ -300,15 +308,17 @@ def heuristic_tile(
         if light_passes and block_r == CHANNELS_PER_WARP < width:
             block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
             chunks_per_program *= LIGHT_PASS_CHANNELS_PER_THREAD
-    split = tile_rows = forward_split = 0
+    split = tile_rows = forward_split = tma = 0
     if not hierarchical:
         filled = batch * -(-width // CHANNELS_PER_WARP) >= multiprocessors
         block_r = CHANNELS_PER_WARP if filled else MIN_BLOCK_R
         block_r = max(MIN_BLOCK_R, min(block_r, _power_of_two_at_least(width)))
         alone = batch * -(-width // block_r) <= multiprocessors
         split, tile_rows = _split_rows(block_r, SPLIT_WARPS_ALONE if alone else SPLIT_WARPS, chunk)
-        if tma_loads and split == SPLIT_WARPS:
-            forward_split = FORWARD_SPLIT_WARPS
+        if tma_loads:
+            tma = TMA_STAGES_ALONE if alone else TMA_STAGES
+            if split == SPLIT_WARPS:
+                forward_split = FORWARD_SPLIT_WARPS
     tile = Tile(
         block_r=block_r,
         num_warps=1,
@@ -320,7 +330,7 @@ def heuristic_tile(
         split=split,
         tile_rows=tile_rows,
         forward_split=forward_split,
-        tma=TMA_STAGES if tma_loads and not hierarchical else 0,
+        tma=tma,
     )
     if even_grid and not hierarchical:
         return (

@@ -54,6 +54,12 @@ TMA_BOX_LIMIT = 256
 """Most elements along any dimension of a box the Tensor Memory Accelerator copies."""
 TMA_ALIGNMENT = 16
 """Bytes to which a tensor's start and its strides but the last must be aligned for it."""
+SHARED_MEMORY_PER_BLOCK = 232_448
+"""Bytes of shared memory one block of an sm_90 GPU may have (the H100's and H200's opt-in
+maximum); Triton refuses to load a kernel that needs more."""
+TMA_RESERVED_SHARED_MEMORY = 8_192
+"""Shared memory a time-split kernel holds beside its boxes (barriers and Triton's scratch:
+2-5 KB compiled for sm_90)."""
 
 Wrap = Callable[[Any], Any]
 
@@ -868,14 +874,18 @@ def tile_sources(
     by the Tensor Memory Accelerator (:func:`tma_loadable`), returns host-side tensor
     descriptors of their [1, rows, block_r] boxes (one every ``channels`` channels), the
     flags as they are (the kernels read them through pointers, ``tiles.load_tile_boxes``),
-    and ``DESCRIBED`` with
-    ``TILE_STAGES`` = ``stages``; otherwise the tensors themselves, loaded through
+    and ``DESCRIBED`` with ``TILE_STAGES`` = ``stages``, or fewer where that many tiles'
+    boxes would not fit a block's shared memory (:func:`tma_stages_that_fit`; pointer loads
+    where fewer than two fit); otherwise the tensors themselves, loaded through
     pointers, and no pipeline depth for the tile loop (``TILE_STAGES`` None: Triton's
     default). A launch traced by ``torch.compile`` (fake tensors) takes pointers: its graph
     cannot hold host-side descriptors (Inductor hashes their fake base tensors, torch 2.11).
     """
     tiled = [t for t in tensors if t.dim() == 3]
     traced = any(is_fake(t) for t in tensors)
+    if not traced:
+        boxed = {t.data_ptr(): t.element_size() for t in tiled}  # placeholders alias an input
+        stages = tma_stages_that_fit(stages, rows * block_r * sum(boxed.values()))
     if stages and not traced and all(tma_loadable(t, rows, block_r, channels) for t in tiled):
         boxes = tuple(
             TensorDescriptor.from_tensor(t, [1, rows, block_r]) if t.dim() == 3 else t
@@ -883,6 +893,18 @@ def tile_sources(
         )
         return boxes, {"DESCRIBED": True, "TILE_STAGES": stages}
     return tuple(tensors), {"DESCRIBED": False, "TILE_STAGES": None}
+
+
+def tma_stages_that_fit(stages: int, tile_bytes: int) -> int:
+    """``stages``, or the most tiles in flight that fit an sm_90 block's shared memory where
+    that is fewer; 0 (pointer loads) where fewer than two fit. ``tile_bytes``: one tile's
+    boxes, every distinct tiled input's. Triton's pipeline keeps ``stages - 1`` tiles' boxes
+    in shared memory beside a few KB of its own: compiled for sm_90, SAMU's backward on
+    three [256, 16] bf16 boxes per tile took 78,936 bytes at 4 stages and 104,544 at 5, on
+    fp32 ones 202,848 at 5 and, at 6, 253,064 (more than a block may have)."""
+    fit = 1 + (SHARED_MEMORY_PER_BLOCK - TMA_RESERVED_SHARED_MEMORY) // max(tile_bytes, 1)
+    depth = min(stages, fit)
+    return depth if depth >= 2 else 0
 
 
 def tma_loadable(tensor: torch.Tensor, rows: int, block_r: int, channels: int) -> bool:
