@@ -648,15 +648,14 @@ def test_tiles_in_flight_are_as_many_as_fit_a_blocks_shared_memory() -> None:
 
 
 @pytest.mark.parametrize(("inputs", "stages"), [(1, 4), (2, 2), (4, None)])
-def test_descriptor_loads_take_the_depth_their_distinct_inputs_fit(
+def test_descriptor_loads_take_the_depth_their_boxes_fit(
     inputs: int, stages: int | None, device: torch.device
 ) -> None:
-    # [256, 64] fp32 boxes, 64 KB each; placeholders alias an input and hold no box.
+    # [256, 64] fp32 boxes, 64 KB each, one per tiled tensor; the [B, L] flags hold none.
     if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:
         pytest.skip("no Tensor Memory Accelerator before compute capability 9")
-    distinct = [torch.randn(1, 256, 64, device=device) for _ in range(inputs)]
-    tensors = (*distinct, distinct[0], distinct[0][..., 0])
-    _, flags = launch.tile_sources(tensors, 8, 256, 64, 64)
+    u = torch.randn(1, 256, 64, device=device)
+    _, flags = launch.tile_sources((*[u] * inputs, u[..., 0]), 8, 256, 64, 64)
     assert (flags["DESCRIBED"], flags["TILE_STAGES"]) == (stages is not None, stages)
 
 

@@ -883,9 +883,7 @@ def tile_sources(
     """
     tiled = [t for t in tensors if t.dim() == 3]
     traced = any(is_fake(t) for t in tensors)
-    if not traced:
-        boxed = {t.data_ptr(): t.element_size() for t in tiled}  # placeholders alias an input
-        stages = tma_stages_that_fit(stages, rows * block_r * sum(boxed.values()))
+    stages = tma_stages_that_fit(stages, rows * block_r * sum(t.element_size() for t in tiled))
     if stages and not traced and all(tma_loadable(t, rows, block_r, channels) for t in tiled):
         boxes = tuple(
             TensorDescriptor.from_tensor(t, [1, rows, block_r]) if t.dim() == 3 else t
@@ -897,11 +895,12 @@ def tile_sources(
 
 def tma_stages_that_fit(stages: int, tile_bytes: int) -> int:
     """``stages``, or the most tiles in flight that fit an sm_90 block's shared memory where
-    that is fewer; 0 (pointer loads) where fewer than two fit. ``tile_bytes``: one tile's
-    boxes, every distinct tiled input's. Triton's pipeline keeps ``stages - 1`` tiles' boxes
-    in shared memory beside a few KB of its own: compiled for sm_90, SAMU's backward on
-    three [256, 16] bf16 boxes per tile took 78,936 bytes at 4 stages and 104,544 at 5, on
-    fp32 ones 202,848 at 5 and, at 6, 253,064 (more than a block may have)."""
+    that is fewer; 0 (pointer loads) where fewer than two fit. ``tile_bytes``: a box of every
+    tiled tensor, placeholders included (an upper bound: a kernel loads the boxes it uses).
+    Triton's pipeline keeps ``stages - 1`` tiles' boxes in shared memory beside a few KB of
+    its own: compiled for sm_90, SAMU's backward, three [256, 16] boxes a tile, took 78,936
+    bytes at 4 stages and 104,544 at 5 in bf16, 202,848 at 5 and, at 6, 253,064 (more than
+    a block may have) in fp32."""
     fit = 1 + (SHARED_MEMORY_PER_BLOCK - TMA_RESERVED_SHARED_MEMORY) // max(tile_bytes, 1)
     depth = min(stages, fit)
     return depth if depth >= 2 else 0
