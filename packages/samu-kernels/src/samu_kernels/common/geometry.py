@@ -414,8 +414,9 @@ def block_pieces(
     """:func:`balanced_programs`' geometry with every block cut at the same tiles into
     BLOCK_PIECES pieces instead of shares (``Tile.pieces``): the programs running side by
     side scan their blocks' same rows, which balanced shares cannot. None where the grid is
-    already even. Not timed yet (docs/performance.md, "Block pieces"); the ``--sweep``
-    grid holds it."""
+    already even. Not the heuristic's: on an H200 (2026-12-06, docs/performance.md, "Block
+    pieces timed") it took 1.03x the whole-block programs' time on the medium reference
+    shape (each piece's start costs ~4.6 us); the ``--sweep`` grid holds it."""
     balanced = balanced_programs(base, batch, width, chunk, multiprocessors=multiprocessors)
     return None if balanced is None else replace(balanced, programs=0, pieces=BLOCK_PIECES)
 
