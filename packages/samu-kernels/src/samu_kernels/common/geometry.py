@@ -160,10 +160,15 @@ MAX_CHUNKS_PER_PROGRAM = 8
 the long reference shape in the sweep."""
 LIGHT_PASS_CHANNELS_PER_THREAD = 2
 """Channels per thread of hierarchical passes light enough in registers to hold two (the
-fused RG-LRU gates: 80 registers at 8 rows), with runs twice as long: in the H200 sweep of
-2026-12-03 that was 14 % faster on [1, 32768, 2048] (1.308 vs 1.513 ms), equal on
-[1, 8192, 2560] and 2 % slower on [4, 2048, 2048] for RG-LRU, and 16-30 % slower for SAMU
-(whose backward pass holds 110 registers at one channel per thread)."""
+fused RG-LRU gates: 80 registers at 8 rows), on runs of the same chunks: half the programs,
+each with twice the loads in flight. In the H200 sweep of 2026-12-03 (runs then twice as
+long) that was 14 % faster on [1, 32768, 2048] (1.308 vs 1.513 ms), equal on [1, 8192, 2560]
+and 2 % slower on [4, 2048, 2048] for RG-LRU, and 16-30 % slower for SAMU (whose backward
+pass holds 110 registers at one channel per thread). In the H200 sweep of 2026-12-06
+(docs/performance.md, "The RG-LRU default's runs") the runs twice as long were 1.24 / 1.21 /
+0.995x the time of runs of the same chunks (0.3735 / 0.4395 / 1.0987 ms against 0.3017 /
+0.3639 / 1.1046) on the three reference shapes, and one channel per thread 1.14 / 1.14 /
+1.09x."""
 
 _KEYS = {
     "block_r": "block_r",
@@ -278,20 +283,20 @@ def heuristic_tile(
     issued together, and many resident warps keep enough of them in flight. ``light_passes``
     (hierarchical passes with registers to spare: the fused RG-LRU gates) gives a program of
     32 channels, when the width has more, LIGHT_PASS_CHANNELS_PER_THREAD channels per thread
-    and runs as many times longer, so a quarter of the programs each keep more loads in
-    flight. Sequential kernels split time inside a program (``split.py``): 32 channels
-    per program when that gives every multiprocessor a program, else 16 (twice the
-    programs); SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a
-    multiprocessor to itself, sharing tiles of as many rows as give each thread
-    SPLIT_ELEMENTS_PER_THREAD elements (at least one chunk; more warps, up to MAX_SPLIT,
-    for longer chunks); the row walk they replace would prefetch SEQUENTIAL_PREFETCH chunks
-    ahead into L2. ``tma_loads`` (SAMU's fused gates) loads their tiles through the Tensor
-    Memory Accelerator, TMA_STAGES tiles in flight (TMA_STAGES_ALONE for programs alone on
-    their multiprocessor), and gives their forward
-    FORWARD_SPLIT_WARPS warps where the backward takes SPLIT_WARPS. ``even_grid`` (RG-LRU's
-    fused gates) re-cuts time-split programs to one per multiprocessor where 16-channel
-    programs would load some SMs twice (:func:`one_program_per_sm`): on [1, 8192, 2560] that
-    was 4 % faster for RG-LRU and 12 % slower for SAMU (H100, 2026-12-06).
+    on runs of as many chunks, so that half the programs each keep more loads in flight.
+    Sequential kernels split time inside a program (``split.py``): 32 channels per program
+    when that gives every multiprocessor a program, else 16 (twice the programs);
+    SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a multiprocessor to
+    itself, sharing tiles of as many rows as give each thread SPLIT_ELEMENTS_PER_THREAD
+    elements (at least one chunk; more warps, up to MAX_SPLIT, for longer chunks); the row
+    walk they replace would prefetch SEQUENTIAL_PREFETCH chunks ahead into L2. ``tma_loads``
+    (SAMU's fused gates) loads their tiles through the Tensor Memory Accelerator, TMA_STAGES
+    tiles in flight (TMA_STAGES_ALONE for programs alone on their multiprocessor), and gives
+    their forward FORWARD_SPLIT_WARPS warps where the backward takes SPLIT_WARPS.
+    ``even_grid`` (RG-LRU's fused gates) re-cuts time-split programs to one per
+    multiprocessor where 16-channel programs would load some SMs twice
+    (:func:`one_program_per_sm`): on [1, 8192, 2560] that was 4 % faster for RG-LRU and 12 %
+    slower for SAMU (H100, 2026-12-06).
     """
     n_chunks = -(-length // chunk)
     wide = batch * -(-width // (2 * CHANNELS_PER_WARP)) >= WARPS_PER_SM * multiprocessors
@@ -307,7 +312,6 @@ def heuristic_tile(
         unroll = HIERARCHICAL_UNROLL
         if light_passes and block_r == CHANNELS_PER_WARP < width:
             block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
-            chunks_per_program *= LIGHT_PASS_CHANNELS_PER_THREAD
     split = tile_rows = forward_split = tma = 0
     if not hierarchical:
         filled = batch * -(-width // CHANNELS_PER_WARP) >= multiprocessors
