@@ -254,6 +254,16 @@ class Tile:
         return self.channels or self.block_r
 
 
+HEAVY_PASS_RUN_DIVISOR = 2
+"""Hierarchical passes heavy in registers (all but the fused RG-LRU gates: SAMU's backward
+pass holds 110 per thread) take runs this many times shorter than HIERARCHICAL_WARPS_PER_SM
+and MAX_CHUNKS_PER_PROGRAM give: twice the programs, each with half the chain. SAMU's
+hierarchical reference name (``..._grouped_prefix64_hierarchical_chunk32``) took 0.987 /
+0.963 / 0.964x the time of the longer runs on the three reference shapes in the H200 sweep
+of 2026-12-06 and 0.989 / 0.983 / 0.945x on an H100 (docs/performance.md, "The RG-LRU
+default's runs"); runs a quarter as long were not among the sweep's geometries."""
+
+
 def _power_of_two_at_least(value: int) -> int:
     return 1 << (max(1, value) - 1).bit_length()
 
@@ -283,7 +293,8 @@ def heuristic_tile(
     issued together, and many resident warps keep enough of them in flight. ``light_passes``
     (hierarchical passes with registers to spare: the fused RG-LRU gates) gives a program of
     32 channels, when the width has more, LIGHT_PASS_CHANNELS_PER_THREAD channels per thread
-    on runs of as many chunks, so that half the programs each keep more loads in flight.
+    on runs of as many chunks, so that half the programs each keep more loads in flight;
+    the other hierarchical passes take runs HEAVY_PASS_RUN_DIVISOR times shorter.
     Sequential kernels split time inside a program (``split.py``): 32 channels per program
     when that gives every multiprocessor a program, else 16 (twice the programs);
     SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a multiprocessor to
@@ -312,6 +323,8 @@ def heuristic_tile(
         unroll = HIERARCHICAL_UNROLL
         if light_passes and block_r == CHANNELS_PER_WARP < width:
             block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
+        elif not light_passes:
+            chunks_per_program = max(1, chunks_per_program // HEAVY_PASS_RUN_DIVISOR)
     split = tile_rows = forward_split = tma = 0
     if not hierarchical:
         filled = batch * -(-width // CHANNELS_PER_WARP) >= multiprocessors
