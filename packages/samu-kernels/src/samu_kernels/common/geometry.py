@@ -160,15 +160,17 @@ MAX_CHUNKS_PER_PROGRAM = 8
 the long reference shape in the sweep."""
 LIGHT_PASS_CHANNELS_PER_THREAD = 2
 """Channels per thread of hierarchical passes light enough in registers to hold two (the
-fused RG-LRU gates: 80 registers at 8 rows), on runs of the same chunks: half the programs,
-each with twice the loads in flight. In the H200 sweep of 2026-12-03 (runs then twice as
-long) that was 14 % faster on [1, 32768, 2048] (1.308 vs 1.513 ms), equal on [1, 8192, 2560]
-and 2 % slower on [4, 2048, 2048] for RG-LRU, and 16-30 % slower for SAMU (whose backward
-pass holds 110 registers at one channel per thread). In the H200 sweep of 2026-12-06
-(docs/performance.md, "The RG-LRU default's runs") the runs twice as long were 1.24 / 1.21 /
-0.995x the time of runs of the same chunks (0.3735 / 0.4395 / 1.0987 ms against 0.3017 /
-0.3639 / 1.1046) on the three reference shapes, and one channel per thread 1.14 / 1.14 /
-1.09x."""
+fused RG-LRU gates: 80 registers at 8 rows), on runs of the same chunks, up to this many
+times MAX_CHUNKS_PER_PROGRAM: half the programs, each with twice the loads in flight. In the
+H200 sweep of 2026-12-03 (runs then always twice as long) that was 14 % faster on
+[1, 32768, 2048] (1.308 vs 1.513 ms), equal on [1, 8192, 2560] and 2 % slower on
+[4, 2048, 2048] for RG-LRU, and 16-30 % slower for SAMU (whose backward pass holds 110
+registers at one channel per thread). In the H200 sweep of 2026-12-06 and an H100 A/B
+(docs/performance.md, "The RG-LRU default's runs") runs twice as long as the one-channel
+passes' took 1.24 / 1.21x (H200) and 1.17 / 1.11x (H100) the time of runs of the same chunks
+on the short and medium reference shapes, where they left ~10 programs per SM; on the long
+shape, where the cap binds, the runs of 16 chunks (31 programs per SM) took 0.995x / 0.980x
+the time of runs of 8."""
 
 _KEYS = {
     "block_r": "block_r",
@@ -293,8 +295,9 @@ def heuristic_tile(
     issued together, and many resident warps keep enough of them in flight. ``light_passes``
     (hierarchical passes with registers to spare: the fused RG-LRU gates) gives a program of
     32 channels, when the width has more, LIGHT_PASS_CHANNELS_PER_THREAD channels per thread
-    on runs of as many chunks, so that half the programs each keep more loads in flight;
-    the other hierarchical passes take runs HEAVY_PASS_RUN_DIVISOR times shorter.
+    on runs of as many chunks (up to as many times MAX_CHUNKS_PER_PROGRAM), so that half the
+    programs each keep more loads in flight; the other hierarchical passes take runs
+    HEAVY_PASS_RUN_DIVISOR times shorter.
     Sequential kernels split time inside a program (``split.py``): 32 channels per program
     when that gives every multiprocessor a program, else 16 (twice the programs);
     SPLIT_WARPS warps, or SPLIT_WARPS_ALONE when every program has a multiprocessor to
@@ -319,12 +322,14 @@ def heuristic_tile(
     if hierarchical:
         target_programs = HIERARCHICAL_WARPS_PER_SM * multiprocessors
         runs = max(1, -(-target_programs // channel_programs))
-        chunks_per_program = max(1, min(MAX_CHUNKS_PER_PROGRAM, n_chunks // runs))
-        unroll = HIERARCHICAL_UNROLL
+        longest_run = MAX_CHUNKS_PER_PROGRAM
         if light_passes and block_r == CHANNELS_PER_WARP < width:
             block_r *= LIGHT_PASS_CHANNELS_PER_THREAD
-        elif not light_passes:
+            longest_run *= LIGHT_PASS_CHANNELS_PER_THREAD
+        chunks_per_program = max(1, min(longest_run, n_chunks // runs))
+        if not light_passes:
             chunks_per_program = max(1, chunks_per_program // HEAVY_PASS_RUN_DIVISOR)
+        unroll = HIERARCHICAL_UNROLL
     split = tile_rows = forward_split = tma = 0
     if not hierarchical:
         filled = batch * -(-width // CHANNELS_PER_WARP) >= multiprocessors
