@@ -171,6 +171,15 @@ passes' took 1.24 / 1.21x (H200) and 1.17 / 1.11x (H100) the time of runs of the
 on the short and medium reference shapes, where they left ~10 programs per SM; on the long
 shape, where the cap binds, the runs of 16 chunks (31 programs per SM) took 0.995x / 0.980x
 the time of runs of 8."""
+HEAVY_PASS_RUN_DIVISOR = 2
+"""Hierarchical passes heavy in registers (all but the fused RG-LRU gates: SAMU's backward
+pass holds 110 per thread) take runs this many times shorter than HIERARCHICAL_WARPS_PER_SM
+and MAX_CHUNKS_PER_PROGRAM give: twice the programs, each with half the chain. SAMU's
+hierarchical reference name (``..._grouped_prefix64_hierarchical_chunk32``) took 0.987 /
+0.963 / 0.964x the time of the longer runs on the three reference shapes in the H200 sweep
+of 2026-12-06 and 0.989 / 0.983 / 0.945x on an H100 (docs/performance.md, "The RG-LRU
+default's runs"); SAMU's ``..._hierarchical_chunk16`` name and RG-LRU's unfused
+hierarchical passes take it untimed."""
 
 _KEYS = {
     "block_r": "block_r",
@@ -254,16 +263,6 @@ class Tile:
     def program_channels(self) -> int:
         """The channels each program owns: ``channels``, or all its block_r lanes."""
         return self.channels or self.block_r
-
-
-HEAVY_PASS_RUN_DIVISOR = 2
-"""Hierarchical passes heavy in registers (all but the fused RG-LRU gates: SAMU's backward
-pass holds 110 per thread) take runs this many times shorter than HIERARCHICAL_WARPS_PER_SM
-and MAX_CHUNKS_PER_PROGRAM give: twice the programs, each with half the chain. SAMU's
-hierarchical reference name (``..._grouped_prefix64_hierarchical_chunk32``) took 0.987 /
-0.963 / 0.964x the time of the longer runs on the three reference shapes in the H200 sweep
-of 2026-12-06 and 0.989 / 0.983 / 0.945x on an H100 (docs/performance.md, "The RG-LRU
-default's runs"); runs a quarter as long were not among the sweep's geometries."""
 
 
 def _power_of_two_at_least(value: int) -> int:
