@@ -16,7 +16,8 @@ Usage::
         [--shape B,L,R] [--loads pointers|descriptors]
 
 ``--stats`` also prints, per kernel, its registers per thread (cuobjdump), its shared memory
-per block and its SASS instruction mix (Triton's ``get_sass``): every instruction, the
+per block and its SASS instruction mix (Triton's ``get_sass``): every instruction, those of
+the first loop (a time-split kernel's tile loop, :func:`first_loop_instructions`), the
 special-function (MUFU) ones and the global loads and stores, the numbers behind
 docs/kernels.md's instruction floor. ``--shape`` compiles at another problem size (default
 2,40,24); with ``SAMU_KERNELS_TILE`` that reproduces a GPU geometry. ``--loads descriptors``
@@ -96,6 +97,7 @@ class KernelStats:
     registers: int
     shared_memory: int  # bytes per block
     instructions: int
+    loop_instructions: int  # the first loop's body (:func:`first_loop_instructions`)
     special_function: int
     global_loads: int
     global_stores: int
@@ -117,6 +119,34 @@ def sass_opcodes(sass: str) -> Counter[str]:
     return opcodes
 
 
+SASS_LABEL = re.compile(r"^(\.?L\w+):$")
+SASS_BRANCH = re.compile(r"\bBRA (\.?L\w+);")
+
+
+def first_loop_instructions(sass: str) -> int:
+    """Instructions of the first loop in disassembled SASS text: from the label that its
+    first backward branch jumps to, through that branch; 0 when nothing branches back.
+
+    In the time-split kernels that is the tile loop (the per-tile work, which sets their
+    issue floor); the out-of-line copies of its wait paths, placed after it, branch back
+    later. For the row walks it may be an inner loop.
+    """
+    position: dict[str, int] = {}
+    count = 0
+    for line in sass.splitlines():
+        label = SASS_LABEL.match(line)
+        if label:
+            position[label.group(1)] = count
+            continue
+        if "\t" not in line:
+            continue
+        count += 1
+        branch = SASS_BRANCH.search(line)
+        if branch and branch.group(1) in position:
+            return count - position[branch.group(1)]
+    return 0
+
+
 def kernel_stats(name: str, constants: str, kernel: CompiledKernel) -> KernelStats:
     """Registers per thread (cuobjdump) and SASS counts of ``kernel``."""
     with tempfile.TemporaryDirectory() as folder:
@@ -129,13 +159,15 @@ def kernel_stats(name: str, constants: str, kernel: CompiledKernel) -> KernelSta
             check=True,
         ).stdout
     registers = re.search(r"REG:(\d+)", usage)
-    opcodes = sass_opcodes(get_sass(kernel.asm["cubin"]))
+    sass = get_sass(kernel.asm["cubin"])
+    opcodes = sass_opcodes(sass)
     return KernelStats(
         name,
         constants,
         int(registers.group(1)) if registers else -1,
         kernel.metadata.shared,
         sum(opcodes.values()),
+        first_loop_instructions(sass),
         opcodes["MUFU"],
         opcodes["LDG"],
         opcodes["STG"],
@@ -352,14 +384,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         exercise(backend, compiler.failures, args.shape)
     if compiler.stats:
         print(
-            f"{'kernel':28} {'regs':>5} {'smem':>6} {'SASS':>6} {'MUFU':>5} {'LDG':>4} {'STG':>4} "
-            f"{'LOCAL':>5}  constexprs"
+            f"{'kernel':28} {'regs':>5} {'smem':>6} {'SASS':>6} {'LOOP':>5} {'MUFU':>5} {'LDG':>4} "
+            f"{'STG':>4} {'LOCAL':>5}  constexprs"
         )
         for item in compiler.stats:
             print(
                 f"{item.name:28} {item.registers:5d} {item.shared_memory:6d} "
-                f"{item.instructions:6d} {item.special_function:5d} {item.global_loads:4d} "
-                f"{item.global_stores:4d} {item.local_memory:5d}  "
+                f"{item.instructions:6d} {item.loop_instructions:5d} {item.special_function:5d} "
+                f"{item.global_loads:4d} {item.global_stores:4d} {item.local_memory:5d}  "
                 f"{item.constants}"
             )
     print(f"compiled {len(compiler.compiled)} kernels for sm_90, {len(compiler.failures)} failures")
