@@ -10,7 +10,9 @@ are timed, never used), except ``tree``, a reassociation that is correct up to r
 
 - ``nojoin``: :func:`tiles.enter_segments` without the exchange through shared memory (each
   segment entered with the carry): the join's shared-memory round trip and barriers.
-- ``nogates``: :func:`chunk.gates_of_row` as one FMA (no sigmoids, exp2, square root).
+- ``nogates``: :func:`chunk.gates_of_row` as one FMA (no sigmoids, exp2, square root). Its
+  decay is not bounded by 1, so alone its states can overflow (timed so, 14x slower):
+  time it with ``nochain``, whose chains are sums.
 - ``nograd``: :func:`chunk.input_gradients` as its two stores (no gradient arithmetic, and
   none of the gate values it keeps live through the reverse walk).
 - ``nochain``: the segment steps and states without their chains of dependent FMAs.
