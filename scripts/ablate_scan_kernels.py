@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import statistics
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -209,12 +210,6 @@ def time_ablations(
     return results
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def _kernel_ms(kernels: dict[str, float], direction: str) -> float:
     return sum(ms for name, ms in kernels.items() if f"{direction}_split_kernel" in name)
 
@@ -276,9 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _time(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import torch  # noqa: PLC0415
 
-    from samu_kernels.backends import DEFAULT_BACKENDS  # noqa: PLC0415
+    from samu_kernels.backends import DEFAULT_BACKENDS, check_backend  # noqa: PLC0415
     from samu_kernels.benchmark import provenance  # noqa: PLC0415
     from samu_kernels.compare_tiles import parse_shape, refuse_too_few_rounds  # noqa: PLC0415
+    from samu_kernels.controllers import default_controller  # noqa: PLC0415
     from samu_kernels.result_file import refuse_unwritable_result_file  # noqa: PLC0415
 
     if not args.ablation:
@@ -287,21 +283,25 @@ def _time(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         shape = parse_shape(args.shape)
     except ValueError as error:
         parser.error(f"--shape: {error}")
+    backend = args.backend or DEFAULT_BACKENDS[args.arch]
+    try:
+        check_backend(args.arch, backend, default_controller(args.arch))
+    except ValueError as error:
+        parser.error(f"--backend: {error}")
     refuse_too_few_rounds(parser, args.rounds)
     refuse_unwritable_result_file(parser, args.out, force=args.force)
     if not torch.cuda.is_available():
         print("timing needs a CUDA GPU (--stats compiles on a CPU)")
         return 2
-    backend = args.backend or DEFAULT_BACKENDS[args.arch]
     ablations = [BASELINE, *args.ablation]
     results = time_ablations(shape, args.arch, backend, ablations, args.rounds)
-    baseline_ms = _median(results[BASELINE]["rounds_ms"])  # type: ignore[arg-type]
+    baseline_ms = statistics.median(results[BASELINE]["rounds_ms"])  # type: ignore[arg-type]
     print(f"{args.arch} {backend} {list(shape)} on {torch.cuda.get_device_name()}:")
     print(f"{'ablation':34s} {'ms':>8s} {'x base':>7s} {'forward':>8s} {'backward':>8s} spread")
     for ablation, result in results.items():
         rounds_ms: list[float] = result["rounds_ms"]  # type: ignore[assignment]
         kernels: dict[str, float] = result["kernels_ms"]  # type: ignore[assignment]
-        median_ms = _median(rounds_ms)
+        median_ms = statistics.median(rounds_ms)
         result["median_ms"] = median_ms
         result["relative"] = median_ms / baseline_ms
         print(
