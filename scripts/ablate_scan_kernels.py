@@ -34,13 +34,17 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import statistics
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from samu_kernels.compare_tiles import GeometryTiming
 
 STAND_INS: dict[str, str] = {
     "nojoin": """
@@ -181,15 +185,20 @@ def launching(module: ModuleType) -> Iterator[None]:
 def time_ablations(
     shape: tuple[int, int, int], architecture: str, backend: str, ablations: Sequence[str],
     rounds: int,
-) -> dict[str, dict[str, object]]:  # fmt: skip
+) -> list[GeometryTiming]:  # fmt: skip
     """Forward + backward device ms of each of ``ablations`` (the first the baseline) in
     ``rounds`` interleaved rounds, and each one's kernels timed one by one (eager, under
-    torch.profiler)."""
+    torch.profiler); a timing's ``tile`` is its ablation."""
     import torch  # noqa: PLC0415
 
     from samu_kernels.benchmark import time_step  # noqa: PLC0415
     from samu_kernels.benchmark_steps import scan_step  # noqa: PLC0415
-    from samu_kernels.compare_tiles import interleaved_rounds, kernel_times  # noqa: PLC0415
+    from samu_kernels.compare_tiles import (  # noqa: PLC0415
+        GeometryTiming,
+        interleaved_rounds,
+        kernel_times,
+        set_medians,
+    )
 
     step, leaves = scan_step(architecture, shape, backend, torch.device("cuda"))
     modules = {ablation: ablated_split_module(ablation) for ablation in ablations}
@@ -197,17 +206,16 @@ def time_ablations(
         with launching(module):
             step()
     torch.cuda.synchronize()
-    rounds_ms: dict[str, list[float]] = {ablation: [] for ablation in ablations}
+    timings = {ablation: GeometryTiming(ablation) for ablation in ablations}
     for order in interleaved_rounds(ablations, rounds):
         for ablation in order:
             with launching(modules[ablation]):
-                rounds_ms[ablation].append(time_step(step, leaves).device_ms)
-    results: dict[str, dict[str, object]] = {}
-    for ablation in ablations:
+                timings[ablation].rounds_ms.append(time_step(step, leaves).device_ms)
+    for ablation, timing in timings.items():
         with launching(modules[ablation]):
-            kernels = kernel_times(step, leaves)
-        results[ablation] = {"rounds_ms": rounds_ms[ablation], "kernels_ms": kernels}
-    return results
+            timing.kernels_ms = kernel_times(step, leaves)
+    set_medians(list(timings.values()))
+    return list(timings.values())
 
 
 def _kernel_ms(kernels: dict[str, float], direction: str) -> float:
@@ -294,20 +302,15 @@ def _time(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print("timing needs a CUDA GPU (--stats compiles on a CPU)")
         return 2
     ablations = [BASELINE, *args.ablation]
-    results = time_ablations(shape, args.arch, backend, ablations, args.rounds)
-    baseline_ms = statistics.median(results[BASELINE]["rounds_ms"])  # type: ignore[arg-type]
+    timings = time_ablations(shape, args.arch, backend, ablations, args.rounds)
     print(f"{args.arch} {backend} {list(shape)} on {torch.cuda.get_device_name()}:")
     print(f"{'ablation':34s} {'ms':>8s} {'x base':>7s} {'forward':>8s} {'backward':>8s} spread")
-    for ablation, result in results.items():
-        rounds_ms: list[float] = result["rounds_ms"]  # type: ignore[assignment]
-        kernels: dict[str, float] = result["kernels_ms"]  # type: ignore[assignment]
-        median_ms = statistics.median(rounds_ms)
-        result["median_ms"] = median_ms
-        result["relative"] = median_ms / baseline_ms
+    for timing in timings:
         print(
-            f"{ablation:34s} {median_ms:8.4f} {median_ms / baseline_ms:7.3f} "
-            f"{_kernel_ms(kernels, 'forward'):8.4f} {_kernel_ms(kernels, 'backward'):8.4f} "
-            f"{max(rounds_ms) / min(rounds_ms) - 1:6.1%}"
+            f"{timing.tile:34s} {timing.median_ms:8.4f} {timing.relative:7.3f} "
+            f"{_kernel_ms(timing.kernels_ms, 'forward'):8.4f} "
+            f"{_kernel_ms(timing.kernels_ms, 'backward'):8.4f} "
+            f"{max(timing.rounds_ms) / min(timing.rounds_ms) - 1:6.1%}"
         )
     if args.out is not None:
         document = {
@@ -316,7 +319,7 @@ def _time(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             "backend": backend,
             "shape": list(shape),
             "rounds": args.rounds,
-            "ablations": results,
+            "ablations": {timing.tile: asdict(timing) for timing in timings},
         }
         args.out.write_text(json.dumps(document, indent=2))
     return 0

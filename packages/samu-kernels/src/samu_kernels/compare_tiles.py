@@ -51,6 +51,7 @@ __all__ = [
     "main",
     "parse_shape",
     "refuse_too_few_rounds",
+    "set_medians",
 ]
 
 Variant = TypeVar("Variant")
@@ -165,11 +166,16 @@ def compare_tiles(
             for tile in tiles:
                 set_tile_override(override[tile])
                 timings[tile].kernels_ms = kernel_times(step, leaves)
-    baseline = statistics.median(timings[tiles[0]].rounds_ms)
-    for timing in timings.values():
+    set_medians(list(timings.values()))
+    return list(timings.values())
+
+
+def set_medians(timings: Sequence[GeometryTiming]) -> None:
+    """Fill each timing's median of its rounds and its ratio to the first one's."""
+    baseline = statistics.median(timings[0].rounds_ms)
+    for timing in timings:
         timing.median_ms = statistics.median(timing.rounds_ms)
         timing.relative = timing.median_ms / baseline
-    return list(timings.values())
 
 
 def _format_timing(timing: GeometryTiming, kernels: int = 3) -> str:
