@@ -16,8 +16,10 @@ gathered by every thread, composed in order) gives each segment the state enteri
 carry between tiles is held by every segment's threads of its channel), from which the
 segment's rows are scanned again, one FMA per row (:func:`tiles.states_from`); the states
 entering the tile's chunks are its checkpoints (FUSED_WRITE). The backward is the same
-reversed: the tile's states are recomputed from the checkpoint of its first chunk (the
-forward's own scans of the same tile, so bit for bit the forward's states), then the
+reversed: the tile's states are recomputed from the checkpoints of its chunks, each segment
+entering with its chunk's, after its chunk's earlier segments' steps where a chunk holds
+several (:func:`tiles.entering_from_checkpoints`: the forward's own FMAs, so bit for bit the
+forward's states, with no join across the tile), then the
 reverse scan c_t = a_t (g_t + c_{t+1}) is composed per segment
 (:func:`tiles.reverse_segment_steps`), joined across segments, and run again from each
 segment's end, giving dL/dh_t = g_t + c_{t+1} row by row, last row first, as each row's
@@ -66,6 +68,7 @@ from samu_kernels.common.summaries import raise_flag, wait_for_flag
 from samu_kernels.common.tiles import (
     box_rows,
     enter_segments,
+    entering_from_checkpoints,
     first_segment,
     load_tile_boxes,
     load_tile_rows,
@@ -423,8 +426,8 @@ def _backward_piece(
     HANDOVER: tl.constexpr,
 ):  # fmt: skip
     """Tiles [first_tile, end_tile) of (batch row, channel block) ``block`` from the last,
-    segments as in the forward, the states recomputed from the checkpoint of the tile's
-    first chunk (FUSED_WRITE). The gradient entering the last row is the final state's, or
+    segments as in the forward, the states recomputed from the checkpoints of the tile's
+    chunks (FUSED_WRITE). The gradient entering the last row is the final state's, or
     with a HANDOVER and an end before the block's last tile the carry another program
     published (CARRY_IN, FLAG_IN); the one leaving the first row is dL/dh0, or with a
     HANDOVER and a first tile past 0 published (CARRY_OUT, FLAG_OUT) for the program
@@ -433,7 +436,6 @@ def _backward_piece(
     channel block) pairs)."""
     S: tl.constexpr = TILE // SEGMENTS
     CUT: tl.constexpr = HANDOVER != WHOLE_BLOCKS
-    CHUNKS_PER_TILE: tl.constexpr = TILE // T
     (b, offs_r, col_mask, columns, column_mask, decay_scale, a_param_factor, w_a, w_x, b_a, b_x,
      skip, channel_decay_scale) = program_constants(
         block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
@@ -484,11 +486,10 @@ def _backward_piece(
         # The tile's states: recomputed from its first checkpoint, or the saved ones.
         states = ()
         if FUSED_WRITE:
-            checkpoint = state_vector(SAVED, b, tile * CHUNKS_PER_TILE, columns, R, n_chunks)
             seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
-            entering, _leaving = enter_segments(
-                seg_decay, seg_h, tl.load(checkpoint, mask=column_mask, other=0.0), SEGMENTS,
-                BLOCK_R, False,
+            entering = entering_from_checkpoints(
+                SAVED, b, tile, seg_decay, seg_h, columns, column_mask, R, n_chunks, L, T, TILE,
+                S, SEGMENTS, BLOCK_R,
             )  # fmt: skip
             states = states_from(entering, a_rows, x_rows, S)
         elif DESCRIBED:

@@ -39,7 +39,10 @@ from samu_kernels.common.chunk import (
     row_is_start,
     state_offsets,
 )
+from samu_kernels.common.geometry import CHANNELS_PER_WARP
 from samu_kernels.common.kernels import program_lanes
+
+LANES_PER_WARP: tl.constexpr = tl.constexpr(CHANNELS_PER_WARP)
 
 
 @triton.jit
@@ -309,3 +312,45 @@ def enter_segments(seg_a, seg_x, carry, SEGMENTS: tl.constexpr, BLOCK_R: tl.cons
     else:
         leaving = steps[2 * SEGMENTS - 2] * h + steps[2 * SEGMENTS - 1]
     return entering, leaving
+
+
+@triton.jit
+def entering_from_checkpoints(SAVED, b, tile, seg_a, seg_x, columns, column_mask, R, n_chunks,
+                              L, T: tl.constexpr, TILE: tl.constexpr, S: tl.constexpr,
+                              SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):  # fmt: skip
+    """The states entering each segment of backward tile ``tile``, recomputed from the
+    forward's checkpoints (``fused_write``: the state entering every chunk, SAVED
+    [B, n_chunks, R] fp32), bit for bit the forward's. S and T are powers of two, so either
+    every segment starts a chunk (S >= T) and enters with its chunk's checkpoint, or a chunk
+    holds T / S segments: where those share a warp (BLOCK_R * T / S <= 32 lanes), each
+    composes its predecessors' steps (seg_a, seg_x) [SEGMENTS * BLOCK_R] onto its chunk's
+    checkpoint, in order as the forward's join did, taking them by masked sums along the
+    segments' axis (warp shuffles: no shared memory, no barrier); else the tile's segments
+    are joined from its first checkpoint (:func:`enter_segments`, one exchange through shared
+    memory). Segments past L enter with zeros (their rows are masked).
+
+    Returns [SEGMENTS * BLOCK_R] fp32."""
+    PER_CHUNK: tl.constexpr = max(T // S, 1)
+    if PER_CHUNK * BLOCK_R <= LANES_PER_WARP:
+        starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
+        entering = tl.load(
+            SAVED + state_offsets(b, starts // T, columns, R, n_chunks),
+            mask=column_mask & (starts < L),
+            other=0.0,
+        )
+        if PER_CHUNK > 1:
+            shape: tl.constexpr = [SEGMENTS // PER_CHUNK, PER_CHUNK, BLOCK_R]
+            place = tl.arange(0, PER_CHUNK)[None, :, None]
+            decay = tl.reshape(seg_a, shape)
+            step = tl.reshape(seg_x, shape)
+            h = tl.reshape(entering, shape)
+            for i in tl.static_range(PER_CHUNK - 1):
+                decay_i = tl.sum(tl.where(place == i, decay, 0.0), axis=1)[:, None, :]
+                step_i = tl.sum(tl.where(place == i, step, 0.0), axis=1)[:, None, :]
+                h = tl.where(place > i, decay_i * h + step_i, h)
+            entering = tl.reshape(h, [SEGMENTS * BLOCK_R])
+    else:
+        first = state_offsets(b, tile * (TILE // T), columns, R, n_chunks)
+        checkpoint = tl.load(SAVED + first, mask=column_mask, other=0.0)
+        entering, _leaving = enter_segments(seg_a, seg_x, checkpoint, SEGMENTS, BLOCK_R, False)
+    return entering
