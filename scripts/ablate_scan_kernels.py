@@ -6,7 +6,8 @@ instruction count does not say which part of a tile to shorten. Each ablation he
 of ``split.py`` with some of its helpers replaced by cheap stand-ins of the same signature,
 timed against the kernels themselves in interleaved rounds (the method of
 ``samu_kernels.compare_tiles``). The ablated kernels compute wrong results by design (they
-are timed, never used), except ``tree``, a reassociation that is correct up to rounding:
+are timed, never used), except ``tree``, a reassociation that is correct up to rounding,
+and ``rejoin``, the form the kernels replaced (exact):
 
 - ``nojoin``: :func:`tiles.enter_segments` without the exchange through shared memory (each
   segment entered with the carry): the join's shared-memory round trip and barriers.
@@ -18,6 +19,8 @@ are timed, never used), except ``tree``, a reassociation that is correct up to r
 - ``nochain``: the segment steps and states without their chains of dependent FMAs.
 - ``tree``: the segment steps (forward and reverse) composed as balanced trees, depth
   log2(S) instead of S - 1, the same operations.
+- ``rejoin``: the backward's states joined across the tile from its first checkpoint
+  (:func:`tiles.enter_segments`), as before :func:`tiles.entering_from_checkpoints`.
 
 Run on a GPU from the repository root (no uv needed)::
 
@@ -131,6 +134,19 @@ def _tree_reverse_steps(a_rows, g_rows, first: tl.constexpr, n: tl.constexpr):
 def reverse_segment_steps(a_rows, g_rows, S: tl.constexpr):
     decay, c = _tree_reverse_steps(a_rows, g_rows, 0, S)
     return decay, c
+""",
+    "rejoin": """
+from samu_kernels.common.chunk import state_offsets as _state_offsets
+
+
+@triton.jit
+def entering_from_checkpoints(SAVED, b, tile, seg_a, seg_x, columns, column_mask, R, n_chunks,
+                              L, T: tl.constexpr, TILE: tl.constexpr, S: tl.constexpr,
+                              SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):  # fmt: skip
+    first = _state_offsets(b, tile * (TILE // T), columns, R, n_chunks)
+    checkpoint = tl.load(SAVED + first, mask=column_mask, other=0.0)
+    entering, _leaving = enter_segments(seg_a, seg_x, checkpoint, SEGMENTS, BLOCK_R, False)
+    return entering
 """,
 }
 """Stand-in Triton functions by ablation name, appended to a copy of split.py (the kernels
