@@ -20,7 +20,8 @@ and ``rejoin``, the form the kernels replaced (exact):
 - ``tree``: the segment steps (forward and reverse) composed as balanced trees, depth
   log2(S) instead of S - 1, the same operations.
 - ``rejoin``: the backward's states joined across the tile from its first checkpoint
-  (:func:`tiles.enter_segments`), as before :func:`tiles.entering_from_checkpoints`.
+  (:func:`tiles.join_from_first_checkpoint`), as before
+  :func:`tiles.entering_from_checkpoints`.
 
 Run on a GPU from the repository root (no uv needed)::
 
@@ -136,17 +137,15 @@ def reverse_segment_steps(a_rows, g_rows, S: tl.constexpr):
     return decay, c
 """,
     "rejoin": """
-from samu_kernels.common.chunk import state_offsets as _state_offsets
+from samu_kernels.common.tiles import join_from_first_checkpoint
 
 
 @triton.jit
 def entering_from_checkpoints(SAVED, b, tile, seg_a, seg_x, columns, column_mask, R, n_chunks,
                               L, T: tl.constexpr, TILE: tl.constexpr, S: tl.constexpr,
                               SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr):  # fmt: skip
-    first = _state_offsets(b, tile * (TILE // T), columns, R, n_chunks)
-    checkpoint = tl.load(SAVED + first, mask=column_mask, other=0.0)
-    entering, _leaving = enter_segments(seg_a, seg_x, checkpoint, SEGMENTS, BLOCK_R, False)
-    return entering
+    return join_from_first_checkpoint(SAVED, b, tile, seg_a, seg_x, columns, column_mask, R,
+                                      n_chunks, T, TILE, SEGMENTS, BLOCK_R)
 """,
 }
 """Stand-in Triton functions by ablation name, appended to a copy of split.py (the kernels

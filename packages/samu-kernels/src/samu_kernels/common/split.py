@@ -483,7 +483,7 @@ def _backward_piece(
             a_rows = a_rows + (row_gates[0],)  # type: ignore[assignment]  # noqa: RUF005
             x_rows = x_rows + (row_gates[1],)  # type: ignore[assignment]  # noqa: RUF005
             g_rows = g_rows + (g,)  # type: ignore[assignment]  # noqa: RUF005
-        # The tile's states: recomputed from its first checkpoint, or the saved ones.
+        # The tile's states: recomputed from its chunks' checkpoints, or the saved ones.
         states = ()
         if FUSED_WRITE:
             seg_decay, seg_h = segment_steps(a_rows, x_rows, S)

@@ -326,8 +326,8 @@ def entering_from_checkpoints(SAVED, b, tile, seg_a, seg_x, columns, column_mask
     composes its predecessors' steps (seg_a, seg_x) [SEGMENTS * BLOCK_R] onto its chunk's
     checkpoint, in order as the forward's join did, taking them by masked sums along the
     segments' axis (warp shuffles: no shared memory, no barrier); else the tile's segments
-    are joined from its first checkpoint (:func:`enter_segments`, one exchange through shared
-    memory). Segments past L enter with zeros (their rows are masked).
+    are joined from its first checkpoint (:func:`join_from_first_checkpoint`). Segments past
+    L enter with zeros (their rows are masked).
 
     Returns [SEGMENTS * BLOCK_R] fp32."""
     PER_CHUNK: tl.constexpr = max(T // S, 1)
@@ -350,7 +350,23 @@ def entering_from_checkpoints(SAVED, b, tile, seg_a, seg_x, columns, column_mask
                 h = tl.where(place > i, decay_i * h + step_i, h)
             entering = tl.reshape(h, [SEGMENTS * BLOCK_R])
     else:
-        first = state_offsets(b, tile * (TILE // T), columns, R, n_chunks)
-        checkpoint = tl.load(SAVED + first, mask=column_mask, other=0.0)
-        entering, _leaving = enter_segments(seg_a, seg_x, checkpoint, SEGMENTS, BLOCK_R, False)
+        entering = join_from_first_checkpoint(
+            SAVED, b, tile, seg_a, seg_x, columns, column_mask, R, n_chunks, T, TILE, SEGMENTS,
+            BLOCK_R,
+        )  # fmt: skip
+    return entering
+
+
+@triton.jit
+def join_from_first_checkpoint(SAVED, b, tile, seg_a, seg_x, columns, column_mask, R, n_chunks,
+                               T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
+                               BLOCK_R: tl.constexpr):  # fmt: skip
+    """The states entering each segment of backward tile ``tile`` joined across the tile
+    from the checkpoint of its first chunk (:func:`enter_segments`: one exchange of the steps
+    (seg_a, seg_x) through shared memory, one FMA per segment), as the forward joins them.
+
+    Returns [SEGMENTS * BLOCK_R] fp32."""
+    first = state_offsets(b, tile * (TILE // T), columns, R, n_chunks)
+    checkpoint = tl.load(SAVED + first, mask=column_mask, other=0.0)
+    entering, _leaving = enter_segments(seg_a, seg_x, checkpoint, SEGMENTS, BLOCK_R, False)
     return entering
