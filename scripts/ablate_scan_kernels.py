@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -295,8 +294,11 @@ def _time(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import torch  # noqa: PLC0415
 
     from samu_kernels.backends import DEFAULT_BACKENDS, check_backend  # noqa: PLC0415
-    from samu_kernels.benchmark import provenance  # noqa: PLC0415
-    from samu_kernels.compare_tiles import parse_shape, refuse_too_few_rounds  # noqa: PLC0415
+    from samu_kernels.compare_tiles import (  # noqa: PLC0415
+        parse_shape,
+        refuse_too_few_rounds,
+        write_timings,
+    )
     from samu_kernels.controllers import default_controller  # noqa: PLC0415
     from samu_kernels.result_file import refuse_unwritable_result_file  # noqa: PLC0415
 
@@ -328,15 +330,10 @@ def _time(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f"{max(timing.rounds_ms) / min(timing.rounds_ms) - 1:6.1%}"
         )
     if args.out is not None:
-        document = {
-            **provenance(torch.device("cuda")),
-            "architecture": args.arch,
-            "backend": backend,
-            "shape": list(shape),
-            "rounds": args.rounds,
-            "ablations": {timing.tile: asdict(timing) for timing in timings},
-        }
-        args.out.write_text(json.dumps(document, indent=2))
+        write_timings(
+            args.out, torch.device("cuda"), args.arch, backend, shape, args.rounds,
+            {"ablations": {timing.tile: asdict(timing) for timing in timings}},
+        )  # fmt: skip
     return 0
 
 

@@ -3,12 +3,14 @@ needs a GPU: ``test_gpu.py``)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 import torch
 
+from samu_kernels import compare_tiles
 from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.geometry import TILE_ENV
 from samu_kernels.compare_tiles import HEURISTIC, interleaved_rounds, main, parse_shape
@@ -97,3 +99,21 @@ def test_kernel_names_are_shortened_but_stay_apart() -> None:
         _short_name("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(x)"),
     }
     assert shortened == {"reduce_kernel<128, 4, at::na", "reduce_kernel<512, 1, at::na"}
+
+
+def test_the_result_file_names_the_step_before_its_timings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compare_tiles, "provenance", lambda device: {"device": str(device)})
+    out = tmp_path / "timings.json"
+    compare_tiles.write_timings(
+        out, torch.device("cpu"), "samu", "chunk32", (1, 64, 32), 4, {"ablations": {"base": {}}}
+    )
+    assert json.loads(out.read_text()) == {
+        "device": "cpu",
+        "architecture": "samu",
+        "backend": "chunk32",
+        "shape": [1, 64, 32],
+        "rounds": 4,
+        "ablations": {"base": {}},
+    }

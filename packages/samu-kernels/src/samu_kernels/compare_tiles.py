@@ -24,6 +24,7 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -52,6 +53,7 @@ __all__ = [
     "parse_shape",
     "refuse_too_few_rounds",
     "set_medians",
+    "write_timings",
 ]
 
 Variant = TypeVar("Variant")
@@ -170,6 +172,28 @@ def compare_tiles(
     return list(timings.values())
 
 
+def write_timings(
+    path: Path,
+    device: torch.device,
+    architecture: str,
+    backend: str,
+    shape: tuple[int, int, int],
+    rounds: int,
+    timings: dict[str, object],
+) -> None:
+    """Write the result file of one interleaved timing run at ``path``: its provenance, the
+    step timed (architecture, backend, [B, L, R] shape, rounds), then ``timings``."""
+    document = {
+        **provenance(device),
+        "architecture": architecture,
+        "backend": backend,
+        "shape": list(shape),
+        "rounds": rounds,
+        **timings,
+    }
+    path.write_text(json.dumps(document, indent=2))
+
+
 def set_medians(timings: Sequence[GeometryTiming]) -> None:
     """Fill each timing's median of its rounds and its ratio to the first one's."""
     baseline = statistics.median(timings[0].rounds_ms)
@@ -282,15 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for timing in timings:
         print(_format_timing(timing))
     if args.out is not None:
-        document = {
-            **provenance(device),
-            "architecture": args.arch,
-            "backend": backend,
-            "shape": list(shape),
-            "rounds": args.rounds,
-            "geometries": [asdict(timing) for timing in timings],
-        }
-        args.out.write_text(json.dumps(document, indent=2))
+        write_timings(
+            args.out, device, args.arch, backend, shape, args.rounds,
+            {"geometries": [asdict(timing) for timing in timings]},
+        )  # fmt: skip
     return 0
 
 
