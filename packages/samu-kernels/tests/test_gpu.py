@@ -278,7 +278,7 @@ def test_programs_of_fewer_channels_through_the_tma_equal_pointer_loads(
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
-@pytest.mark.parametrize("cut", ["programs", "pieces=4"])
+@pytest.mark.parametrize("cut", ["programs", "pieces=4", "persistent"])
 @pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
 def test_cut_blocks_equal_the_whole_block_programs(
     architecture: str,
@@ -288,21 +288,44 @@ def test_cut_blocks_equal_the_whole_block_programs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The medium reference shape's 160 blocks on one program per SM (programs), or each cut
-    # into 4 pieces: every cut block's carry is the state (and gradient) the whole-block
-    # program reaches there, so output, final state and input gradients are its bits; the
-    # parameter gradients add a partial sum per piece, within the reference's tolerance.
+    # into 4 pieces, one program each or taken round-robin by one persistent program per
+    # SM: every cut block's carry is the state (and gradient) the whole-block program
+    # reaches there, so output, final state and input gradients are its bits; the parameter
+    # gradients add a partial sum per piece, within the reference's tolerance.
     problem = medium_problem(architecture)
     whole_blocks = "block_r=16,split=8,tile_rows=256,fwd_split=0"
     monkeypatch.setenv(TILE_ENV, whole_blocks)
     whole = run(problem, backend, controller)
+    multiprocessors = torch.cuda.get_device_properties(CUDA).multi_processor_count
     if cut == "programs":
-        cut = f"programs={torch.cuda.get_device_properties(CUDA).multi_processor_count}"
+        cut = f"programs={multiprocessors}"
+    elif cut == "persistent":
+        cut = f"pieces=4,programs={multiprocessors}"
     monkeypatch.setenv(TILE_ENV, f"{whole_blocks},{cut}")
     cut_blocks = assert_matches_reference(problem, backend, controller)
     sequences = {"output", "final_state", "grad_h0", "grad_u", "grad_y"}
     sequences |= {"grad_gate_x_logits", "grad_gate_a_logits"}
     for name in sequences & whole.keys():
         assert torch.equal(cut_blocks[name], whole[name]), name
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("tile", ["pieces=3,programs=7", "pieces=5,programs=64,tma=0"])
+@pytest.mark.parametrize(("architecture", "backend", "controller"), FUSED_TIME_SPLIT_ROWS)
+def test_persistent_programs_at_odd_shapes(
+    architecture: str,
+    backend: str,
+    controller: str | None,
+    tile: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Few programs, each waiting for pieces other programs scan (the interpreter cannot run
+    # that): L not a multiple of the tiles, the last piece shorter than the others (tiles past
+    # the end), R not a multiple of the block (rows of 592 bytes: TMA boxes), three batch rows;
+    # through the TMA and through pointers.
+    monkeypatch.setenv(TILE_ENV, f"block_r=16,split=4,tile_rows=64,{tile}")
+    problem = make_problem(architecture, (3, 1037, 296), torch.bfloat16, CUDA, resets=True, h0=True)
+    assert_matches_reference(problem, backend, controller)
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

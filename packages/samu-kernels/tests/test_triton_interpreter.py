@@ -385,6 +385,24 @@ def test_the_fused_rglru_gates_even_the_grid_out(
         # More pieces asked for than the blocks have tiles: one piece per tile.
         ("rglru", "fused_chunk8", None, "split=2,tile_rows=8,channels=7,pieces=9"),
         ("samu", "fused_output_chunk8", "reference", "split=1,block_r=16,tile_rows=8,pieces=2"),
+        # Persistent programs (the interpreter runs programs one after another, so every
+        # piece's predecessor is its own program's: programs divide the blocks). 2 programs
+        # of 6 pieces each; the backward's last piece is one tile and one past the end.
+        (
+            "samu",
+            "fused_output_fused_write_shared_sfu_chunk8",
+            "fp32_fused_coords",
+            "split=1,block_r=16,tile_rows=8,fwd_split=2,pieces=3,programs=2",
+        ),
+        # 3 programs for 6 blocks of 7 channels: 10 pieces each; saved states, pointer loads.
+        ("rglru", "fused_chunk8", None, "split=2,tile_rows=8,channels=7,pieces=9,programs=3"),
+        # One program scans every piece in piece-major order.
+        (
+            "samu",
+            "fused_output_chunk8",
+            "reference",
+            "split=1,block_r=16,tile_rows=8,pieces=2,programs=1",
+        ),
     ],
 )
 def test_cut_blocks_are_handed_over(
@@ -400,7 +418,7 @@ def test_cut_blocks_are_handed_over(
     assert_matches_reference(problem, backend, controller)
 
 
-@pytest.mark.parametrize("cut", ["programs=3", "pieces=3"])
+@pytest.mark.parametrize("cut", ["programs=3", "pieces=3", "pieces=3,programs=2"])
 def test_cut_blocks_compute_the_whole_block_programs_states(
     cut: str, monkeypatch: pytest.MonkeyPatch, device: torch.device
 ) -> None:
@@ -551,8 +569,8 @@ def test_time_split_layouts_through_the_tma_equal_pointer_loads(
         ("fused_output_fused_write_chunk8", "split=0,pieces=2", "needs time-split programs"),
         (
             "fused_output_fused_write_chunk8",
-            "split=1,block_r=16,tile_rows=8,programs=2,pieces=2",
-            "cut blocks two ways",
+            "split=1,block_r=16,tile_rows=8,programs=5,pieces=2",
+            "resident at once: at most 4",
         ),
     ],
 )

@@ -11,6 +11,7 @@ The override is a comma-separated list of ``key=value`` pairs, any subset of::
     SAMU_KERNELS_TILE="block_r=32,channels=24,split=8,tile_rows=128"
     SAMU_KERNELS_TILE="programs=132,split=8,tile_rows=256,fwd_split=0"
     SAMU_KERNELS_TILE="pieces=4,split=8,tile_rows=256,fwd_split=0"
+    SAMU_KERNELS_TILE="pieces=4,programs=132,split=8,tile_rows=256,fwd_split=0"
 
 ``block_r`` (channels per program, a power of two >= 16), ``warps`` / ``bwd_warps``
 (forward / backward warps per program, 1..32, a power of two), ``stages`` (software
@@ -38,10 +39,11 @@ owns, 1..block_r, its other lanes masked; 0: block_r. C < block_r evens out grid
 it, the heuristic's may be smaller) and ``programs`` (time-split programs: at most that many
 programs; where the problem has more channel blocks, each program scans a contiguous share of
 their tiles, a block cut between two programs handing its state over, ``split.py``; 0: one
-program per block) and ``pieces`` (time-split programs, not with ``programs``: K >= 2 cuts
-every block at the same tiles into K pieces of whole tiles, one program each, taken
-piece-major so that the programs running side by side scan their blocks' same rows, each
-piece's state handed to the next, ``split.py``; 0 or 1: whole blocks). Keys left out keep
+program per block) and ``pieces`` (time-split programs: K >= 2 cuts every block at the same
+tiles into K pieces of whole tiles, one program each, taken piece-major so that the programs
+running side by side scan their blocks' same rows, each piece's state handed to the next,
+``split.py``; 0 or 1: whole blocks; with ``programs`` P, at most one per multiprocessor,
+P persistent programs take the pieces round-robin, ``persistent.py``). Keys left out keep
 the heuristic's value.
 """
 
@@ -237,9 +239,12 @@ class Tile:
     programs only): at most that many programs: where B * cdiv(R, channels) channel blocks
     are more, each program scans a contiguous share of the blocks' tiles (block-major), a
     block cut between two programs handing its state over (``split.forward_split_kernel``);
-    0: one program per block. pieces (time-split programs only, not with programs): K >= 2
-    cuts every block into K pieces of whole tiles at the same rows, one program each, taken
-    in piece-major order (``split.piece_of_ticket``); 0 or 1: whole blocks.
+    0: one program per block. pieces (time-split programs only): K >= 2 cuts every block
+    into K pieces of whole tiles at the same rows, one program each, taken in piece-major
+    order (``split.piece_of_ticket``); 0 or 1: whole blocks. Both (persistent programs):
+    ``programs`` programs, all resident at once (at most one per multiprocessor), take the
+    pieces round-robin in piece-major order, each running its pieces' tiles as one loop
+    (``persistent.py``).
     """
 
     block_r: int

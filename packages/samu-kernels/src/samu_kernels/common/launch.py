@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import is_fake
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from samu_kernels.backends import BackendSpec
-from samu_kernels.common import kernels, split
+from samu_kernels.common import kernels, persistent, split
 from samu_kernels.common.chunk import INLINE_ASSEMBLY, SFU_TANH_SIGMOIDS, TANH_SIGMOID
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
@@ -201,13 +201,14 @@ class _Geometry:
     @classmethod
     def of(cls, u: torch.Tensor, config: ScanConfig) -> _Geometry:
         batch, length, width = u.shape
+        multiprocessors = _multiprocessors(u.device)
         tile = choose_tile(
             batch,
             length,
             width,
             config.chunk,
             hierarchical=config.hierarchical,
-            multiprocessors=_multiprocessors(u.device),
+            multiprocessors=multiprocessors,
             light_passes=config.gate_mode == GateMode.RGLRU,
             tma_loads=config.gate_mode == GateMode.SAMU,
             even_grid=config.gate_mode == GateMode.RGLRU,
@@ -223,10 +224,11 @@ class _Geometry:
                     f"{TILE_ENV}: {key}={value} needs time-split programs (split > 0 and a "
                     "name without hierarchical)"
                 )
-        if tile.programs and tile.pieces > 1:
+        if tile.programs > multiprocessors and tile.pieces > 1:
             raise ValueError(
-                f"{TILE_ENV}: programs={tile.programs} and pieces={tile.pieces} cut blocks two "
-                "ways: give one of them"
+                f"{TILE_ENV}: programs={tile.programs} with pieces={tile.pieces} runs persistent "
+                "programs that wait for each other's pieces, so all must be resident at once: "
+                f"at most {multiprocessors} (one per multiprocessor of this GPU)"
             )
         if tile.channels > tile.block_r:
             raise ValueError(
@@ -254,7 +256,14 @@ class _Geometry:
         """Whether the time-split programs are fewer than the channel blocks
         (``Tile.programs``, which :meth:`of` allows with time-split programs only), each
         scanning a contiguous share of their tiles."""
-        return 0 < self.tile.programs < self.n_blocks
+        return 0 < self.tile.programs < self.n_blocks and not self.persistent
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the time-split programs are persistent (``Tile.programs`` with
+        ``Tile.pieces``): at most that many programs take the blocks' pieces round-robin
+        (``persistent.py``)."""
+        return self.tile.programs > 0 and self.tile.pieces > 1
 
     def pieces(self, tile_rows: int) -> tuple[int, int]:
         """(pieces, tiles per piece) of each block of a time-split direction whose tiles have
@@ -278,10 +287,24 @@ class _Geometry:
         tiles_per_piece, and HANDOVER (``split.WHOLE_BLOCKS`` etc., as ints). Balanced, the
         blocks' carries fp32 [B, R] and their flags int32 [n_blocks] (zeroed); in pieces
         (:meth:`pieces`), the pieces' carries fp32 [pieces, B, R] and their flags int32
-        [pieces, n_blocks] and the ticket (zeroed), one program per piece; else one program
-        per block and ``like`` for CARRY and FLAG (never read)."""
+        [pieces, n_blocks] and the ticket (zeroed), one program per piece; persistent
+        (:attr:`persistent`), the pieces' carries and flags without the ticket, at most
+        ``Tile.programs`` programs and no HANDOVER (``persistent.py``'s kernels), FULL_TILES
+        off where the last piece is shorter; else one program per block and ``like`` for
+        CARRY and FLAG (never read)."""
         sizes = (self.length, self.width, self.n_chunks, self.n_blocks)
         n_pieces, per_piece = self.pieces(tile_rows)
+        if self.persistent:
+            carry = new_buffer(like, (n_pieces, self.batch, self.width), torch.float32)
+            flag = zeroed_buffer(like, (n_pieces * self.n_blocks,), torch.int32)
+            handover = (carry, flag, *sizes, per_piece)
+            programs = min(self.tile.programs, n_pieces * self.n_blocks)
+            # A shorter last piece is scanned as a whole one whose tiles past the end hold
+            # rows past L only (masked).
+            uneven = (
+                {"FULL_TILES": False} if triton.cdiv(self.length, tile_rows) % per_piece else {}
+            )
+            return programs, handover, uneven
         if self.balanced:
             carry = new_buffer(like, (self.batch, self.width), torch.float32)
             flag = zeroed_buffer(like, (self.n_blocks,), torch.int32)
@@ -461,7 +484,11 @@ def launch_forward(
         handover: tuple[Any, ...] = sizes
         programs = geo.n_blocks
         if geo.tile.split:
-            kernel = split.forward_split_kernel
+            kernel = (
+                persistent.forward_persistent_kernel
+                if geo.persistent
+                else split.forward_split_kernel
+            )
             u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = pointers
             (u_, gate_x_, gate_a_, y_, reset_), flags = geo.forward_sources(
                 config, (u_, gate_x_, gate_a_, y_, reset_), has_resets=reset is not None
@@ -658,7 +685,11 @@ def launch_backward(
         saved_: Any = saved
         handover: tuple[Any, ...] = sizes
         if geo.tile.split:
-            kernel = split.backward_split_kernel
+            kernel = (
+                persistent.backward_persistent_kernel
+                if geo.persistent
+                else split.backward_split_kernel
+            )
             flags = geo.split_flags(
                 config, has_resets=reset is not None, dtype=u.dtype, forward_warps=False
             )

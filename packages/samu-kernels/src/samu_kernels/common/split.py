@@ -64,7 +64,12 @@ from samu_kernels.common.chunk import (
     output_of,
     store_partials,
 )
-from samu_kernels.common.summaries import raise_flag, wait_for_flag
+from samu_kernels.common.summaries import (
+    raise_flag,
+    raise_flag_in_loop,
+    wait_for_flag,
+    wait_for_flag_in_loop,
+)
 from samu_kernels.common.tiles import (
     box_rows,
     enter_segments,
@@ -255,8 +260,9 @@ def _forward_piece(
         block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
     h = entering_state(
-        H0, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT
-    )
+        H0, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT,
+        False,
+    )  # fmt: skip
     column0 = channel_block_start(block, R, CHANNELS)
     if not DESCRIBED:
         # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
@@ -280,38 +286,76 @@ def _forward_piece(
             )  # fmt: skip
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
-        a_rows = ()
-        x_rows = ()
-        u_rows = ()
-        for k in tl.static_range(S):
-            first, second, third, start, _y, _skip_u = rows[k]
-            a, x, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
-                first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
-                decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
-            )  # fmt: skip
-            a_rows = a_rows + (a,)  # type: ignore[assignment]  # noqa: RUF005
-            x_rows = x_rows + (x,)  # type: ignore[assignment]  # noqa: RUF005
-            u_rows = u_rows + (u,)  # type: ignore[assignment]  # noqa: RUF005
-        seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
-        entering, h = enter_segments(seg_decay, seg_h, h, SEGMENTS, BLOCK_R, False)
-        states = states_from(entering, a_rows, x_rows, S)
-        before = entering
-        for k in tl.static_range(S):
-            mask = row_mask(starts, k, column_mask, L, FULL_TILES)
-            state = states[k]
-            if FUSED_WRITE:
-                if k % T == 0:
-                    store_checkpoints(SAVED, b, starts + k, before, columns, mask, R, n_chunks, T)
-            else:
-                tl.store(SAVED + offs + k * R, state, mask=mask)
-            _first, _second, _third, _start, y, skip_u = rows[k]
-            out = output_of(state, y, skip_u, u_rows[k], skip, GATE_MODE, OUT_MODE)
-            tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
-            before = state
+        a_rows, x_rows, u_rows, seg_decay, seg_h = forward_tile_steps(
+            rows, starts, column_mask, L, decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, TILE, S,
+            SEGMENTS, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_TILES,
+        )  # fmt: skip
+        h = forward_tile_outputs(
+            OUT, SAVED, rows, a_rows, x_rows, u_rows, seg_decay, seg_h, h, b, starts, offs,
+            columns, column_mask, L, R, n_chunks, skip, GATE_MODE, OUT_MODE, T, TILE, S, SEGMENTS,
+            BLOCK_R, FULL_TILES, FUSED_WRITE,
+        )  # fmt: skip
     leaving_state(
         FINAL, CARRY_OUT, FLAG_OUT, block, b, columns, column_mask, R, end_tile < n_tiles, h,
-        BLOCK_R, CUT,
+        BLOCK_R, CUT, False,
     )  # fmt: skip
+
+
+@triton.jit
+def forward_tile_steps(
+    rows, starts, column_mask, L, decay_scale, w_a, w_x, b_a, b_x, GATE_MODE: tl.constexpr,
+    TILE: tl.constexpr, S: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr, HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr,
+):  # fmt: skip
+    """The gates of a forward tile from its loaded ``rows`` (:func:`tiles.load_tile_rows`;
+    ``starts``: :func:`tiles.segment_starts`) and every segment's step: (a_rows, x_rows,
+    u_rows, seg_decay, seg_h), S-tuples of [SEGMENTS * BLOCK_R] fp32 tile rows then the steps
+    (:func:`tiles.segment_steps`). Nothing here needs the state entering the tile."""
+    a_rows = ()
+    x_rows = ()
+    u_rows = ()
+    for k in tl.static_range(S):
+        first, second, third, start, _y, _skip_u = rows[k]
+        a, x, _a2, _m, _gate_in, _gate_decay, u = gates_of_row(
+            first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
+            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
+        )  # fmt: skip
+        a_rows = a_rows + (a,)  # type: ignore[assignment]  # noqa: RUF005
+        x_rows = x_rows + (x,)  # type: ignore[assignment]  # noqa: RUF005
+        u_rows = u_rows + (u,)  # type: ignore[assignment]  # noqa: RUF005
+    seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
+    return a_rows, x_rows, u_rows, seg_decay, seg_h
+
+
+@triton.jit
+def forward_tile_outputs(
+    OUT, SAVED, rows, a_rows, x_rows, u_rows, seg_decay, seg_h, h, b, starts, offs, columns,
+    column_mask, L, R: tl.constexpr, n_chunks, skip, GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, S: tl.constexpr,
+    SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, FULL_TILES: tl.constexpr,
+    FUSED_WRITE: tl.constexpr,
+):  # fmt: skip
+    """A forward tile (``starts``, ``offs``: :func:`tiles.segment_starts`,
+    :func:`tiles.segment_offsets`) entered with state ``h`` ([SEGMENTS * BLOCK_R], every
+    segment holding it), its gates and steps from :func:`forward_tile_steps`: joins the
+    segments, stores every row's output to OUT and the checkpoints (FUSED_WRITE) or every
+    state to SAVED, and returns the state leaving the tile."""
+    entering, h = enter_segments(seg_decay, seg_h, h, SEGMENTS, BLOCK_R, False)
+    states = states_from(entering, a_rows, x_rows, S)
+    before = entering
+    for k in tl.static_range(S):
+        mask = row_mask(starts, k, column_mask, L, FULL_TILES)
+        state = states[k]
+        if FUSED_WRITE:
+            if k % T == 0:
+                store_checkpoints(SAVED, b, starts + k, before, columns, mask, R, n_chunks, T)
+        else:
+            tl.store(SAVED + offs + k * R, state, mask=mask)
+        _first, _second, _third, _start, y, skip_u = rows[k]
+        out = output_of(state, y, skip_u, u_rows[k], skip, GATE_MODE, OUT_MODE)
+        tl.store(OUT + offs + k * R, out.to(OUT.dtype.element_ty), mask=mask)
+        before = state
+    return h
 
 
 @triton.jit
@@ -443,7 +487,7 @@ def _backward_piece(
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = entering_state(
         GRAD_FINAL, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, end_tile < n_tiles,
-        True, CUT,
+        True, CUT, False,
     )  # fmt: skip
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
@@ -469,64 +513,21 @@ def _backward_piece(
             )  # fmt: skip
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
-        gates = ()
-        a_rows = ()
-        x_rows = ()
-        g_rows = ()
-        for k in tl.static_range(S):
-            first, second, third, start, _d_out, g, _skip_u = rows[k]
-            row_gates = gates_of_row(
-                first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
-                decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
-            )  # fmt: skip
-            gates = gates + (row_gates,)  # type: ignore[assignment]  # noqa: RUF005
-            a_rows = a_rows + (row_gates[0],)  # type: ignore[assignment]  # noqa: RUF005
-            x_rows = x_rows + (row_gates[1],)  # type: ignore[assignment]  # noqa: RUF005
-            g_rows = g_rows + (g,)  # type: ignore[assignment]  # noqa: RUF005
-        # The tile's states: recomputed from its chunks' checkpoints, or the saved ones.
-        states = ()
-        if FUSED_WRITE:
-            seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
-            entering = entering_from_checkpoints(
-                SAVED, b, tile, seg_decay, seg_h, columns, column_mask, R, n_chunks, L, T, TILE,
-                S, SEGMENTS, BLOCK_R,
-            )  # fmt: skip
-            states = states_from(entering, a_rows, x_rows, S)
-        elif DESCRIBED:
-            states = box_rows(SAVED, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
-        else:
-            for k in tl.static_range(S):
-                mask = row_mask(starts, k, column_mask, L, FULL_TILES)
-                states = states + (tl.load(SAVED + offs + k * R, mask=mask, other=0.0),)  # type: ignore[assignment]  # noqa: RUF005
-        seg_decay, seg_c = reverse_segment_steps(a_rows, g_rows, S)
-        c, carry = enter_segments(seg_decay, seg_c, carry, SEGMENTS, BLOCK_R, True)
-        # The rows from the last: dL/dh_k = g_k + c_{k+1}, c_k = a_k dL/dh_k.
-        for k in tl.static_range(S - 1, -1, -1):
-            dh = g_rows[k] + c
-            c = a_rows[k] * dh
-            mask = row_mask(starts, k, column_mask, L, FULL_TILES)
-            _first, _second, _third, start, d_out, g, skip_u = rows[k]
-            _a, x, a2, m, gate_in, gate_decay, u = gates[k]  # type: ignore[var-annotated]
-            if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
-                u = skip_u
-            terms = input_gradients(
-                D_U, D_GATE_X, D_GATE_A, D_Y, offs + k * R, mask, start, states[k], x, dh, d_out,
-                g, a2, m, gate_in, gate_decay, u, decay_scale, w_a, w_x, skip, GATE_MODE,
-                OUT_MODE, SHARED_SFU,
-            )  # fmt: skip
-            accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
+        gates, a_rows, g_rows, states, seg_decay, seg_c = backward_tile_steps(
+            SAVED, rows, b, tile, starts, offs, column0, columns, column_mask, L, R, n_chunks,
+            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, TILE, S, SEGMENTS, BLOCK_R,
+            SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED,
+        )  # fmt: skip
+        carry, accs = backward_tile_gradients(
+            D_U, D_GATE_X, D_GATE_A, D_Y, rows, gates, a_rows, g_rows, states, seg_decay, seg_c,
+            carry, accs, starts, offs, column_mask, L, R, decay_scale, w_a, w_x, skip,
+            GATE_MODE, OUT_MODE, TILE, S, SEGMENTS, BLOCK_R, SHARED_SFU, FULL_TILES,
+        )  # fmt: skip
     # dL/dh0 = a_0 dL/dh_0 = c_0.
     leaving_state(
         D_H0, CARRY_OUT, FLAG_OUT, block, b, columns, column_mask, R, first_tile > 0, carry,
-        BLOCK_R, CUT,
+        BLOCK_R, CUT, False,
     )  # fmt: skip
-    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
-    s_decay = sum_segments(acc_decay, SEGMENTS, BLOCK_R)
-    s_wa = sum_segments(acc_wa, SEGMENTS, BLOCK_R)
-    s_wx = sum_segments(acc_wx, SEGMENTS, BLOCK_R)
-    s_ba = sum_segments(acc_ba, SEGMENTS, BLOCK_R)
-    s_bx = sum_segments(acc_bx, SEGMENTS, BLOCK_R)
-    s_skip = sum_segments(acc_skip, SEGMENTS, BLOCK_R)
     row = b * n_pieces + piece
     rows_written = 1
     n_rows = n_blocks // tl.cdiv(R, CHANNELS) * n_pieces
@@ -540,13 +541,112 @@ def _backward_piece(
                 nothing, nothing, nothing, nothing, nothing, nothing, GATE_MODE,
             )  # fmt: skip
             rows_written = 2
-    store_partials(
-        PARTIAL, row, offs_r, col_mask, R, a_param_factor, channel_decay_scale, s_decay, s_wa,
-        s_wx, s_ba, s_bx, s_skip, GATE_MODE,
+    store_piece_partials(
+        PARTIAL, accs, row, offs_r, col_mask, R, a_param_factor, channel_decay_scale, SEGMENTS,
+        BLOCK_R, GATE_MODE,
     )  # fmt: skip
     finish_partials(
         PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, block, rows_written, n_rows, offs_r, col_mask,
         R, CHANNELS, GATE_MODE, OUT_MODE,
+    )  # fmt: skip
+
+
+@triton.jit
+def backward_tile_steps(
+    SAVED, rows, b, tile, starts, offs, column0, columns, column_mask, L, R: tl.constexpr, n_chunks,
+    decay_scale, w_a, w_x, b_a, b_x, GATE_MODE: tl.constexpr, T: tl.constexpr,
+    TILE: tl.constexpr, S: tl.constexpr, SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr,
+    SHARED_SFU: tl.constexpr, HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr,
+    FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr,
+):  # fmt: skip
+    """The gates of backward tile ``tile`` from its loaded ``rows`` (BACKWARD
+    :func:`tiles.load_tile_rows`), its states (recomputed from the checkpoints of its
+    chunks with FUSED_WRITE, else the saved ones) and every segment's step of the reverse
+    scan: (gates, a_rows, g_rows, states, seg_decay, seg_c), S-tuples of
+    [SEGMENTS * BLOCK_R] fp32 tile rows (gates: :func:`chunk.gates_of_row`'s tuples) then the
+    steps (:func:`tiles.reverse_segment_steps`). Nothing here needs the gradient entering
+    the tile (``starts``, ``offs``: :func:`tiles.segment_starts`,
+    :func:`tiles.segment_offsets`)."""
+    gates = ()
+    a_rows = ()
+    x_rows = ()
+    g_rows = ()
+    for k in tl.static_range(S):
+        first, second, third, start, _d_out, g, _skip_u = rows[k]
+        row_gates = gates_of_row(
+            first, second, third, start, row_mask(starts, k, column_mask, L, FULL_TILES),
+            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, SHARED_SFU, HAS_RESETS,
+        )  # fmt: skip
+        gates = gates + (row_gates,)  # type: ignore[assignment]  # noqa: RUF005
+        a_rows = a_rows + (row_gates[0],)  # type: ignore[assignment]  # noqa: RUF005
+        x_rows = x_rows + (row_gates[1],)  # type: ignore[assignment]  # noqa: RUF005
+        g_rows = g_rows + (g,)  # type: ignore[assignment]  # noqa: RUF005
+    # The tile's states: recomputed from its chunks' checkpoints, or the saved ones.
+    states = ()
+    if FUSED_WRITE:
+        seg_decay, seg_h = segment_steps(a_rows, x_rows, S)
+        entering = entering_from_checkpoints(
+            SAVED, b, tile, seg_decay, seg_h, columns, column_mask, R, n_chunks, L, T, TILE, S,
+            SEGMENTS, BLOCK_R,
+        )  # fmt: skip
+        states = states_from(entering, a_rows, x_rows, S)
+    elif DESCRIBED:
+        states = box_rows(SAVED, b, tile, column0, TILE, S, SEGMENTS, BLOCK_R)
+    else:
+        for k in tl.static_range(S):
+            mask = row_mask(starts, k, column_mask, L, FULL_TILES)
+            states = states + (tl.load(SAVED + offs + k * R, mask=mask, other=0.0),)  # type: ignore[assignment]  # noqa: RUF005
+    seg_decay, seg_c = reverse_segment_steps(a_rows, g_rows, S)
+    return gates, a_rows, g_rows, states, seg_decay, seg_c
+
+
+@triton.jit
+def backward_tile_gradients(
+    D_U, D_GATE_X, D_GATE_A, D_Y, rows, gates, a_rows, g_rows, states, seg_decay, seg_c, carry,
+    accs, starts, offs, column_mask, L, R: tl.constexpr, decay_scale, w_a, w_x, skip,
+    GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, TILE: tl.constexpr, S: tl.constexpr,
+    SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, SHARED_SFU: tl.constexpr,
+    FULL_TILES: tl.constexpr,
+):  # fmt: skip
+    """A backward tile (``starts``, ``offs`` as :func:`backward_tile_steps`') entered (after
+    its last row) with ``carry`` = a dL/dh
+    ([SEGMENTS * BLOCK_R], every segment holding it), from :func:`backward_tile_steps`: joins
+    the segments in reverse, stores every row's input gradients and adds its
+    parameter-gradient terms to ``accs`` (:func:`chunk.accumulate_terms`). Returns (the
+    carry leaving the tile's first row, accs)."""
+    c, carry = enter_segments(seg_decay, seg_c, carry, SEGMENTS, BLOCK_R, True)
+    # The rows from the last: dL/dh_k = g_k + c_{k+1}, c_k = a_k dL/dh_k.
+    for k in tl.static_range(S - 1, -1, -1):
+        dh = g_rows[k] + c
+        c = a_rows[k] * dh
+        mask = row_mask(starts, k, column_mask, L, FULL_TILES)
+        _first, _second, _third, start, d_out, g, skip_u = rows[k]
+        _a, x, a2, m, gate_in, gate_decay, u = gates[k]
+        if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
+            u = skip_u
+        terms = input_gradients(
+            D_U, D_GATE_X, D_GATE_A, D_Y, offs + k * R, mask, start, states[k], x, dh, d_out, g,
+            a2, m, gate_in, gate_decay, u, decay_scale, w_a, w_x, skip, GATE_MODE, OUT_MODE,
+            SHARED_SFU,
+        )  # fmt: skip
+        accs = accumulate_terms(accs, terms, GATE_MODE, OUT_MODE)
+    return carry, accs
+
+
+@triton.jit
+def store_piece_partials(
+    PARTIAL, accs, row, offs_r, col_mask, R: tl.constexpr, a_param_factor, channel_decay_scale,
+    SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, GATE_MODE: tl.constexpr,
+):  # fmt: skip
+    """A backward piece's parameter-gradient terms ``accs`` ([SEGMENTS * BLOCK_R] each)
+    summed over its segments into row ``row`` of PARTIAL (:func:`chunk.store_partials`)."""
+    acc_decay, acc_wa, acc_wx, acc_ba, acc_bx, acc_skip = accs
+    store_partials(
+        PARTIAL, row, offs_r, col_mask, R, a_param_factor, channel_decay_scale,
+        sum_segments(acc_decay, SEGMENTS, BLOCK_R), sum_segments(acc_wa, SEGMENTS, BLOCK_R),
+        sum_segments(acc_wx, SEGMENTS, BLOCK_R), sum_segments(acc_ba, SEGMENTS, BLOCK_R),
+        sum_segments(acc_bx, SEGMENTS, BLOCK_R), sum_segments(acc_skip, SEGMENTS, BLOCK_R),
+        GATE_MODE,
     )  # fmt: skip
 
 
@@ -561,14 +661,19 @@ def _start_state(START, b, columns, column_mask, R, HAS_START: tl.constexpr):
 
 @triton.jit
 def entering_state(START, CARRY, FLAG, block, b, columns, column_mask, R, handed_over,
-                   HAS_START: tl.constexpr, CUT: tl.constexpr):  # fmt: skip
+                   HAS_START: tl.constexpr, CUT: tl.constexpr,
+                   PIPELINED: tl.constexpr):  # fmt: skip
     """The state (or gradient) entering a piece of channel block ``block``, as a tile vector:
     row b of START [B, R] (h0 or the final state's gradient; zeros without HAS_START), or
     with CUT where ``handed_over`` (the piece starts where another program's ended) row b of
-    CARRY [B, R], once that program has raised FLAG[block]."""
+    CARRY [B, R], once that program has raised FLAG[block]. PIPELINED: called in the body of
+    a pipelined tile loop (:func:`summaries.wait_for_flag_in_loop`)."""
     if CUT:
         if handed_over:
-            wait_for_flag(FLAG + block)
+            if PIPELINED:
+                wait_for_flag_in_loop(FLAG + block)
+            else:
+                wait_for_flag(FLAG + block)
             state = tl.load(state_vector(CARRY, b, 0, columns, R, 1), mask=column_mask, other=0.0)
         else:
             state = _start_state(START, b, columns, column_mask, R, HAS_START)
@@ -579,16 +684,21 @@ def entering_state(START, CARRY, FLAG, block, b, columns, column_mask, R, handed
 
 @triton.jit
 def leaving_state(END, CARRY, FLAG, block, b, columns, column_mask, R, handed_over, state,
-                  BLOCK_R: tl.constexpr, CUT: tl.constexpr):  # fmt: skip
+                  BLOCK_R: tl.constexpr, CUT: tl.constexpr,
+                  PIPELINED: tl.constexpr):  # fmt: skip
     """Store the state (or gradient) leaving a piece of channel block ``block`` (a tile
     vector, every segment holding it) as row b of END [B, R] (the final state, or dL/dh0),
     or with CUT where ``handed_over`` (another program scans on from here) as row b of CARRY
-    [B, R], raising FLAG[block] after it."""
+    [B, R], raising FLAG[block] after it. PIPELINED: called in the body of a pipelined tile
+    loop (:func:`summaries.raise_flag_in_loop`)."""
     mask = first_segment(column_mask, BLOCK_R)
     if CUT:
         if handed_over:
             tl.store(state_vector(CARRY, b, 0, columns, R, 1), state, mask=mask)
-            raise_flag(FLAG + block)
+            if PIPELINED:
+                raise_flag_in_loop(FLAG + block)
+            else:
+                raise_flag(FLAG + block)
         else:
             tl.store(state_vector(END, b, 0, columns, R, 1), state, mask=mask)
     else:

@@ -11,7 +11,7 @@ summaries, at most two publications deep).
 import triton
 import triton.language as tl
 
-from samu_kernels.common.chunk import state_offsets
+from samu_kernels.common.chunk import COMPILED, state_offsets
 
 
 @triton.jit
@@ -30,12 +30,55 @@ def wait_for_flag(FLAG):
     tl.debug_barrier()
 
 
+SPIN_UNTIL_RAISED: tl.constexpr = tl.constexpr(
+    """{
+    .reg .pred %p;
+    SPIN:
+    ld.acquire.gpu.global.b32 $0, [$1];
+    setp.eq.s32 %p, $0, 0;
+    @%p bra SPIN;
+    }"""
+)
+"""PTX of :func:`wait_for_flag_in_loop`: acquire loads of the flag at $1 until it is not 0."""
+
+
+@triton.jit
+def wait_for_flag_in_loop(FLAG):
+    """:func:`wait_for_flag` for the body of a ``tl.range(num_stages=...)`` loop: Triton
+    pipelines no loop that holds another, so compiled, the spin is one inline-assembly loop
+    of acquire loads that every thread runs (each thread's later loads ordered after its
+    own acquire); the interpreter (no inline assembly, no pipelining) spins as
+    :func:`wait_for_flag` does."""
+    if COMPILED:
+        tl.inline_asm_elementwise(
+            SPIN_UNTIL_RAISED, "=r,l", [FLAG], dtype=tl.int32, is_pure=False, pack=1
+        )
+    else:
+        wait_for_flag(FLAG)
+
+
 @triton.jit
 def raise_flag(FLAG):
     """Set the flag at FLAG with release semantics, after a barrier that orders every
     thread's stores of the published state before the release."""
     tl.debug_barrier()
     tl.atomic_xchg(FLAG, 1, sem="release")
+
+
+BARRIER: tl.constexpr = tl.constexpr("bar.sync 0;\n    mov.u32 $0, 0;")
+"""PTX of :func:`raise_flag_in_loop`'s barrier (the block's threads, as ``tl.debug_barrier``)."""
+
+
+@triton.jit
+def raise_flag_in_loop(FLAG):
+    """:func:`raise_flag` for the body of a ``tl.range(num_stages=...)`` loop: Triton
+    pipelines no loop that holds a ``tl.debug_barrier``, so compiled, the barrier before the
+    release is inline assembly."""
+    if COMPILED:
+        tl.inline_asm_elementwise(BARRIER, "=r,l", [FLAG], dtype=tl.int32, is_pure=False, pack=1)
+        tl.atomic_xchg(FLAG, 1, sem="release")
+    else:
+        raise_flag(FLAG)
 
 
 @triton.jit

@@ -1,0 +1,266 @@
+"""Persistent time-split programs: a fixed grid takes every block's pieces round-robin.
+
+With ``pieces=K`` and ``programs=P`` in the geometry (``SAMU_KERNELS_TILE``), every
+(batch row, channel block) is cut at the same tiles into K pieces, as ``split.py``'s block
+pieces are, and the pieces are numbered piece-major (piece q of block j is item
+q * n_blocks + j; the backward counts the pieces from the last). P programs, all resident
+at once, take them round-robin: program p scans items p, p + P, p + 2 P, ... So the programs
+running side by side scan neighbouring blocks at the same rows, the busiest program scans
+cdiv(K * n_blocks, P) pieces (1.25 blocks' work for the medium reference shape's 160 blocks
+on 132 programs at K = 4, where one program per block leaves some SMs two), and a piece's
+carry comes from the piece before it, an item n_blocks earlier, which a program scanned a
+round or more before.
+
+Each program's tile loop runs over all its pieces' tiles at once (``persistent_tile``
+maps a step to its block, piece and tile), so the Tensor Memory Accelerator's pipeline
+(``tl.range(num_stages=TILE_STAGES)``) issues the next piece's first tiles while the
+current piece's last ones are computed instead of filling again at every piece. At a
+piece's first tile the block's constants are loaded, and the carry is awaited only where
+the tile's join needs it (after its gates and segment steps); at its last tile the state
+(or gradient) leaving it is published for the next piece, and the backward's parameter
+partials go to their piece's row, summed once the loop is over (``chunk.finish_partials``
+for each of the program's pieces). Every state and gradient is the whole-block programs',
+bit for bit; the parameter gradients sum one partial row per piece.
+
+Triton pipelines no loop that holds another loop or a ``tl.debug_barrier``, so the carry's
+wait and the barrier before its release are inline assembly in the tile loop
+(``summaries.wait_for_flag_in_loop``, ``summaries.raise_flag_in_loop``).
+
+A program waits for pieces that other programs scan, so the grid must be resident at once:
+the launcher allows at most one program per multiprocessor (``launch._Geometry.of``). The
+interpreter runs programs one after another, so its tests use grids where every piece's
+predecessor is its own program's (P dividing the blocks).
+"""
+
+import triton
+import triton.language as tl
+
+from samu_kernels.common.chunk import channel_block_start, finish_partials
+from samu_kernels.common.kernels import program_lanes
+from samu_kernels.common.split import (
+    backward_tile_gradients,
+    backward_tile_steps,
+    entering_state,
+    forward_tile_outputs,
+    forward_tile_steps,
+    leaving_state,
+    piece_slot,
+    store_piece_partials,
+)
+from samu_kernels.common.tiles import (
+    load_tile_boxes,
+    load_tile_rows,
+    per_segment,
+    program_constants,
+    segment_offsets,
+    segment_starts,
+)
+
+
+@triton.jit
+def persistent_tile(step, tiles_per_piece, n_blocks, n_pieces, BACKWARD: tl.constexpr):
+    """(block, piece, within, tile) of step ``step`` of this program's tile loop: its
+    (step // tiles_per_piece)-th piece is item program_id + that * num_programs of the
+    piece-major order (block fastest; the backward's pieces from the last), ``within`` the
+    step's place in it (0 at the piece's first tile, its last in the backward). Pieces have
+    ``tiles_per_piece`` tiles; the last piece's past the block's end are all rows past L."""
+    j = step // tiles_per_piece
+    within = step - j * tiles_per_piece
+    item = tl.program_id(0) + j * tl.num_programs(0)
+    rank = item // n_blocks
+    block = item - rank * n_blocks
+    if BACKWARD:
+        piece = n_pieces - 1 - rank
+        tile = piece * tiles_per_piece + tiles_per_piece - 1 - within
+    else:
+        piece = rank
+        tile = piece * tiles_per_piece + within
+    return block, piece, within, tile
+
+
+@triton.jit
+def step_tile(
+    U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, step, tiles_per_piece, n_blocks, n_pieces, L,
+    R: tl.constexpr, TILE: tl.constexpr, S: tl.constexpr, SEGMENTS: tl.constexpr,
+    BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr, HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr,
+    DESCRIBED: tl.constexpr, BACKWARD: tl.constexpr,
+):  # fmt: skip
+    """What step ``step`` scans: (block, piece, within, tile) (:func:`persistent_tile`), the
+    block's batch row, channels [BLOCK_R] and their mask (``kernels.program_lanes``), the
+    tile columns' channels and mask ([SEGMENTS * BLOCK_R]), its first channel and the
+    tile's loaded rows (``tiles.load_tile_boxes`` where DESCRIBED, else
+    ``tiles.load_tile_rows``; GRAD_OUT read only BACKWARD)."""
+    block, piece, within, tile = persistent_tile(
+        step, tiles_per_piece, n_blocks, n_pieces, BACKWARD
+    )
+    b, offs_r, col_mask = program_lanes(block, R, BLOCK_R, CHANNELS)
+    columns = per_segment(offs_r, SEGMENTS, BLOCK_R)
+    column_mask = per_segment(col_mask, SEGMENTS, BLOCK_R)
+    column0 = channel_block_start(block, R, CHANNELS)
+    if DESCRIBED:
+        rows = load_tile_boxes(
+            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, column0, L, TILE, S, SEGMENTS,
+            BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, BACKWARD,
+        )  # fmt: skip
+    else:
+        rows = load_tile_rows(
+            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, b, tile, columns, column_mask, L, R, TILE, S,
+            SEGMENTS, BLOCK_R, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES, BACKWARD,
+        )  # fmt: skip
+    return block, piece, within, tile, b, offs_r, col_mask, columns, column_mask, column0, rows
+
+
+@triton.jit
+def program_steps(n_blocks, n_pieces, tiles_per_piece):
+    """The tile steps of this program: its pieces (round-robin over n_pieces * n_blocks)
+    times ``tiles_per_piece``."""
+    mine = tl.cdiv(n_pieces * n_blocks - tl.program_id(0), tl.num_programs(0))
+    return mine * tiles_per_piece
+
+
+@triton.jit
+def forward_persistent_kernel(
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG, L,
+    R: tl.constexpr, n_chunks, n_blocks, tiles_per_piece, GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
+    BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr, HAS_H0: tl.constexpr,
+    FUSED_WRITE: tl.constexpr, DESCRIBED: tl.constexpr, TILE_STAGES: tl.constexpr,
+):  # fmt: skip
+    """Forward of the persistent programs (arguments as ``split.forward_split_kernel``'s):
+    each scans its pieces in order, their tiles in one loop. A piece enters with h0 (or
+    zero) at the block's first tile, else with the carry of the piece before (CARRY
+    [pieces, B, R] fp32 and FLAG [pieces, n_blocks] int32, zeroed, ``split.piece_slot``),
+    and leaves its state there for the next piece, or in FINAL after the block's last."""
+    S: tl.constexpr = TILE // SEGMENTS
+    n_pieces = tl.cdiv(tl.cdiv(L, TILE), tiles_per_piece)
+    (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, _a_param_factor, w_a, w_x,
+     b_a, b_x, skip, _channel_decay_scale) = program_constants(
+        tl.program_id(0) % n_blocks, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS,
+        GATE_MODE, OUT_MODE,
+    )  # fmt: skip
+    h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
+    steps = program_steps(n_blocks, n_pieces, tiles_per_piece)
+    for step in tl.range(0, steps, num_stages=TILE_STAGES):
+        (block, piece, within, tile, b, _lanes, _lane_mask, columns, column_mask, _column0,
+         rows) = step_tile(
+            U, GATE_X, GATE_A, Y, RESET, U, step, tiles_per_piece, n_blocks, n_pieces, L, R,
+            TILE, S, SEGMENTS, BLOCK_R, CHANNELS, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES,
+            DESCRIBED, False,
+        )  # fmt: skip
+        if (within == 0) & (step > 0):
+            (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, _a_param_factor, w_a,
+             w_x, b_a, b_x, skip, _channel_decay_scale) = program_constants(
+                block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
+            )  # fmt: skip
+        starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
+        offs = segment_offsets(b, starts, columns, L, R)
+        a_rows, x_rows, u_rows, seg_decay, seg_h = forward_tile_steps(
+            rows, starts, column_mask, L, decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, TILE, S,
+            SEGMENTS, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_TILES,
+        )  # fmt: skip
+        if within == 0:
+            carry_in, flag_in = piece_slot(
+                CARRY, FLAG, tl.maximum(piece - 1, 0), n_blocks, R, CHANNELS
+            )
+            h = entering_state(
+                H0, carry_in, flag_in, block, b, columns, column_mask, R, piece > 0, HAS_H0, True,
+                True,
+            )  # fmt: skip
+        h = forward_tile_outputs(
+            OUT, SAVED, rows, a_rows, x_rows, u_rows, seg_decay, seg_h, h, b, starts, offs,
+            columns, column_mask, L, R, n_chunks, skip, GATE_MODE, OUT_MODE, T, TILE, S, SEGMENTS,
+            BLOCK_R, FULL_TILES, FUSED_WRITE,
+        )  # fmt: skip
+        if within == tiles_per_piece - 1:
+            carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
+            leaving_state(
+                FINAL, carry_out, flag_out, block, b, columns, column_mask, R,
+                piece < n_pieces - 1, h, BLOCK_R, True, True,
+            )  # fmt: skip
+
+
+@triton.jit
+def backward_persistent_kernel(
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U, D_GATE_X,
+    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG, L,
+    R: tl.constexpr, n_chunks, n_blocks, tiles_per_piece, GATE_MODE: tl.constexpr,
+    OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
+    BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
+    HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr, FUSED_WRITE: tl.constexpr,
+    DESCRIBED: tl.constexpr, TILE_STAGES: tl.constexpr,
+):  # fmt: skip
+    """Backward of the persistent programs (arguments as ``split.backward_split_kernel``'s),
+    the pieces from the last, each from its last tile: a piece enters with the final
+    state's gradient at the block's last tile, else with the carry of the piece after it,
+    and leaves its gradient there for the piece before, or in D_H0 at the block's first
+    tile; its parameter partials go to row b * pieces + piece of PARTIAL [B * pieces, P, R]
+    and are summed by the program that completes a block's rows
+    (``split.finish_piece_partials``)."""
+    S: tl.constexpr = TILE // SEGMENTS
+    n_pieces = tl.cdiv(tl.cdiv(L, TILE), tiles_per_piece)
+    (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, a_param_factor, w_a, w_x, b_a,
+     b_x, skip, channel_decay_scale) = program_constants(
+        tl.program_id(0) % n_blocks, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS,
+        GATE_MODE, OUT_MODE,
+    )  # fmt: skip
+    zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
+    carry = zero
+    accs = (zero, zero, zero, zero, zero, zero)
+    n_rows = n_blocks // tl.cdiv(R, CHANNELS) * n_pieces
+    steps = program_steps(n_blocks, n_pieces, tiles_per_piece)
+    for step in tl.range(0, steps, num_stages=TILE_STAGES):
+        (block, piece, within, tile, b, offs_r, col_mask, columns, column_mask, column0,
+         rows) = step_tile(
+            U, GATE_X, GATE_A, Y, RESET, GRAD_OUT, step, tiles_per_piece, n_blocks, n_pieces, L,
+            R, TILE, S, SEGMENTS, BLOCK_R, CHANNELS, GATE_MODE, OUT_MODE, HAS_RESETS,
+            FULL_TILES, DESCRIBED, True,
+        )  # fmt: skip
+        if (within == 0) & (step > 0):
+            (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, a_param_factor, w_a,
+             w_x, b_a, b_x, skip, channel_decay_scale) = program_constants(
+                block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
+            )  # fmt: skip
+        starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
+        offs = segment_offsets(b, starts, columns, L, R)
+        gates, a_rows, g_rows, states, seg_decay, seg_c = backward_tile_steps(
+            SAVED, rows, b, tile, starts, offs, column0, columns, column_mask, L, R, n_chunks,
+            decay_scale, w_a, w_x, b_a, b_x, GATE_MODE, T, TILE, S, SEGMENTS, BLOCK_R,
+            SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED,
+        )  # fmt: skip
+        if within == 0:
+            carry_in, flag_in = piece_slot(
+                CARRY, FLAG, tl.minimum(piece + 1, n_pieces - 1), n_blocks, R, CHANNELS
+            )
+            # c_t = a_t dL/dh_t, entering the block's last row from the final state's gradient.
+            carry = entering_state(
+                GRAD_FINAL, carry_in, flag_in, block, b, columns, column_mask, R,
+                piece < n_pieces - 1, True, True, True,
+            )  # fmt: skip
+        carry, accs = backward_tile_gradients(
+            D_U, D_GATE_X, D_GATE_A, D_Y, rows, gates, a_rows, g_rows, states, seg_decay, seg_c,
+            carry, accs, starts, offs, column_mask, L, R, decay_scale, w_a, w_x, skip,
+            GATE_MODE, OUT_MODE, TILE, S, SEGMENTS, BLOCK_R, SHARED_SFU, FULL_TILES,
+        )  # fmt: skip
+        if within == tiles_per_piece - 1:
+            carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
+            # dL/dh0 = a_0 dL/dh_0 = c_0.
+            leaving_state(
+                D_H0, carry_out, flag_out, block, b, columns, column_mask, R, piece > 0, carry,
+                BLOCK_R, True, True,
+            )  # fmt: skip
+            store_piece_partials(
+                PARTIAL, accs, b * n_pieces + piece, offs_r, col_mask, R, a_param_factor,
+                channel_decay_scale, SEGMENTS, BLOCK_R, GATE_MODE,
+            )  # fmt: skip
+            accs = (zero, zero, zero, zero, zero, zero)
+    # Summed once all this program's pieces are stored: chunk.finish_partials' loops would
+    # keep the tile loop from being pipelined.
+    for j in range(steps // tiles_per_piece):
+        block = (tl.program_id(0) + j * tl.num_programs(0)) % n_blocks
+        _b, offs_r, col_mask = program_lanes(block, R, BLOCK_R, CHANNELS)
+        finish_partials(
+            PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, block, 1, n_rows, offs_r, col_mask, R,
+            CHANNELS, GATE_MODE, OUT_MODE,
+        )  # fmt: skip
