@@ -14,8 +14,8 @@ round or more before.
 Each program's tile loop runs over all its pieces' tiles at once (``persistent_tile``
 maps a step to its block, piece and tile), so the Tensor Memory Accelerator's pipeline
 (``tl.range(num_stages=TILE_STAGES)``) issues the next piece's first tiles while the
-current piece's last ones are computed instead of filling again at every piece. At a
-piece's first tile the block's constants are loaded, and the carry is awaited only where
+current piece's last ones are computed instead of filling again at every piece. The next
+piece's block constants are loaded at a piece's last tile, and the carry is awaited only where
 the tile's join needs it (after its gates and segment steps); at its last tile the state
 (or gradient) leaving it is published for the next piece, and the backward's parameter
 partials go to their piece's row, summed once the loop is over (``chunk.finish_partials``
@@ -112,6 +112,38 @@ def step_tile(
 
 
 @triton.jit
+def block_constants(block, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr,
+                    CHANNELS: tl.constexpr, SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
+                    OUT_MODE: tl.constexpr):  # fmt: skip
+    """Channel block ``block``'s constants of ``tiles.program_constants``: (decay_scale,
+    a_param_factor, w_a, w_x, b_a, b_x, skip, channel_decay_scale)."""
+    (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, a_param_factor, w_a, w_x, b_a,
+     b_x, skip, channel_decay_scale) = program_constants(
+        block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
+    )  # fmt: skip
+    return decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip, channel_decay_scale
+
+
+@triton.jit
+def next_constants(constants, upcoming, block, step, within, tiles_per_piece, n_blocks, CHANNEL,
+                   SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr,
+                   SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
+                   OUT_MODE: tl.constexpr):  # fmt: skip
+    """(the constants of step ``step``'s block, those of the program's next piece's block):
+    ``upcoming`` becomes the constants at a piece's first step, and at its last the next
+    piece's block (num_programs items on) has its constants loaded, a whole tile ahead of
+    their use (:func:`block_constants`)."""
+    if (within == 0) & (step > 0):
+        constants = upcoming
+    if within == tiles_per_piece - 1:
+        upcoming = block_constants(
+            (block + tl.num_programs(0)) % n_blocks, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS,
+            SEGMENTS, GATE_MODE, OUT_MODE,
+        )  # fmt: skip
+    return constants, upcoming
+
+
+@triton.jit
 def program_steps(n_blocks, n_pieces, tiles_per_piece):
     """The tile steps of this program: its pieces (round-robin over n_pieces * n_blocks)
     times ``tiles_per_piece``."""
@@ -135,11 +167,11 @@ def forward_persistent_kernel(
     and leaves its state there for the next piece, or in FINAL after the block's last."""
     S: tl.constexpr = TILE // SEGMENTS
     n_pieces = tl.cdiv(tl.cdiv(L, TILE), tiles_per_piece)
-    (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, _a_param_factor, w_a, w_x,
-     b_a, b_x, skip, _channel_decay_scale) = program_constants(
+    constants = block_constants(
         tl.program_id(0) % n_blocks, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS,
         GATE_MODE, OUT_MODE,
     )  # fmt: skip
+    upcoming = constants
     h = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     steps = program_steps(n_blocks, n_pieces, tiles_per_piece)
     for step in tl.range(0, steps, num_stages=TILE_STAGES):
@@ -149,11 +181,11 @@ def forward_persistent_kernel(
             TILE, S, SEGMENTS, BLOCK_R, CHANNELS, GATE_MODE, OUT_MODE, HAS_RESETS, FULL_TILES,
             DESCRIBED, False,
         )  # fmt: skip
-        if (within == 0) & (step > 0):
-            (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, _a_param_factor, w_a,
-             w_x, b_a, b_x, skip, _channel_decay_scale) = program_constants(
-                block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
-            )  # fmt: skip
+        constants, upcoming = next_constants(
+            constants, upcoming, block, step, within, tiles_per_piece, n_blocks, CHANNEL,
+            SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE,
+        )  # fmt: skip
+        decay_scale, _a_param_factor, w_a, w_x, b_a, b_x, skip, _channel_decay_scale = constants
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
         a_rows, x_rows, u_rows, seg_decay, seg_h = forward_tile_steps(
@@ -200,11 +232,11 @@ def backward_persistent_kernel(
     (``split.finish_piece_partials``)."""
     S: tl.constexpr = TILE // SEGMENTS
     n_pieces = tl.cdiv(tl.cdiv(L, TILE), tiles_per_piece)
-    (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, a_param_factor, w_a, w_x, b_a,
-     b_x, skip, channel_decay_scale) = program_constants(
+    constants = block_constants(
         tl.program_id(0) % n_blocks, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS,
         GATE_MODE, OUT_MODE,
     )  # fmt: skip
+    upcoming = constants
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     carry = zero
     accs = (zero, zero, zero, zero, zero, zero)
@@ -217,11 +249,11 @@ def backward_persistent_kernel(
             R, TILE, S, SEGMENTS, BLOCK_R, CHANNELS, GATE_MODE, OUT_MODE, HAS_RESETS,
             FULL_TILES, DESCRIBED, True,
         )  # fmt: skip
-        if (within == 0) & (step > 0):
-            (_b, _offs_r, _col_mask, _columns, _column_mask, decay_scale, a_param_factor, w_a,
-             w_x, b_a, b_x, skip, channel_decay_scale) = program_constants(
-                block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
-            )  # fmt: skip
+        constants, upcoming = next_constants(
+            constants, upcoming, block, step, within, tiles_per_piece, n_blocks, CHANNEL,
+            SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE,
+        )  # fmt: skip
+        decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip, channel_decay_scale = constants
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
         offs = segment_offsets(b, starts, columns, L, R)
         gates, a_rows, g_rows, states, seg_decay, seg_c = backward_tile_steps(
