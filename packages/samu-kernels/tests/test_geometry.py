@@ -30,6 +30,7 @@ from samu_kernels.common.geometry import (
     heuristic_tile,
     one_program_per_sm,
     parse_tile_override,
+    persistent_pieces,
     set_tile_override,
     tile_override_kept,
 )
@@ -364,6 +365,19 @@ def test_block_pieces_where_balanced_programs_would_be() -> None:
     assert tile in sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
 
 
+def test_persistent_pieces_where_block_pieces_would_be() -> None:
+    # The block pieces on one persistent program per SM, four tiles in flight as programs
+    # alone on their SMs take them.
+    short, medium, long = REFERENCE_SHAPES.values()
+    base = heuristic_tile(*medium, 32, hierarchical=False, multiprocessors=H200_SMS, tma_loads=True)
+    tile = persistent_pieces(base, medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    pieces = block_pieces(base, medium[0], medium[2], 32, multiprocessors=H200_SMS)
+    assert tile == replace(pieces, programs=H200_SMS, tma=TMA_STAGES_ALONE)
+    for batch, _length, width in (short, long):
+        assert persistent_pieces(base, batch, width, 32, multiprocessors=H200_SMS) is None
+    assert tile in sweep_tiles(DEFAULT_BACKENDS["samu"], medium, H200_SMS, tma_loads=True)
+
+
 def test_an_even_grid_recuts_only_the_time_split_programs_it_evens_out() -> None:
     # RG-LRU's fused gates (even_grid): the medium shape's 160 sixteen-channel programs
     # become 107 of 24 channels; the other reference shapes and the hierarchical passes
@@ -424,8 +438,8 @@ def test_sweep_grid_is_small_and_starts_at_the_heuristic(
         tma_loads=fused_gates,
         even_grid=spec.fused,
     )
-    if not spec.hierarchical:  # the time-split neighbours keep the default's loads
-        assert all(tile.tma == tiles[0].tma for tile in tiles)
+    if not spec.hierarchical:  # the time-split neighbours keep the default's kind of loads
+        assert all((tile.tma > 0) == (tiles[0].tma > 0) for tile in tiles)
         assert any(tile.split == 0 for tile in tiles)  # and the row walk is among them
 
 

@@ -20,8 +20,10 @@ twice and half the channels with the tile length that keeps them, one program pe
 16-channel programs would load some SMs twice (``geometry.one_program_per_sm``: programs
 owning fewer channels than their lanes; for RG-LRU's fused gates, whose heuristic that is,
 the 16-channel programs, the neighbours cut from them; ``geometry.balanced_programs``:
-one program per SM scanning a share of the blocks' tiles; and ``geometry.block_pieces``: the
-same warps on every block cut into pieces at the same tiles), and the one-warp row walk they replace
+one program per SM scanning a share of the blocks' tiles; ``geometry.block_pieces``: the
+same warps on every block cut into pieces at the same tiles; and ``geometry.persistent_pieces``:
+those pieces taken round-robin by one persistent program per SM), and the one-warp row walk
+they replace
 (``split=0``). ``chunks_per_program`` is a runtime argument (no
 recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
 the heuristic's other channels-per-thread choice (``light_passes``).
@@ -39,10 +41,11 @@ from samu_kernels.common.geometry import (
     block_pieces,
     heuristic_tile,
     one_program_per_sm,
+    persistent_pieces,
 )
 from samu_kernels.common.launch import TMA_BOX_LIMIT
 
-MAX_GEOMETRIES = 13
+MAX_GEOMETRIES = 14
 
 
 def sweep_tiles(
@@ -77,11 +80,12 @@ def sweep_tiles(
         even = one_program_per_sm(whole, batch, width, chunk, multiprocessors=multiprocessors)
         balanced = balanced_programs(whole, batch, width, chunk, multiprocessors=multiprocessors)
         pieces = block_pieces(whole, batch, width, chunk, multiprocessors=multiprocessors)
+        persistent = persistent_pieces(whole, batch, width, chunk, multiprocessors=multiprocessors)
         return _unique(
             [
                 heuristic(spec.fused, even_grid=spec.fused),
                 whole,
-                *[tile for tile in (even, balanced, pieces) if tile is not None],
+                *[tile for tile in (even, balanced, pieces, persistent) if tile is not None],
                 *_split_neighbours(whole),
             ]
         )

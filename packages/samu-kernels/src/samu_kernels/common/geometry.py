@@ -447,6 +447,22 @@ def block_pieces(
     return None if balanced is None else replace(balanced, programs=0, pieces=BLOCK_PIECES)
 
 
+def persistent_pieces(
+    base: Tile, batch: int, width: int, chunk: int, *, multiprocessors: int
+) -> Tile | None:
+    """:func:`block_pieces`' geometry on one persistent program per multiprocessor
+    (``Tile.programs`` with ``Tile.pieces``: the programs take the pieces round-robin, each
+    running its pieces' tiles as one pipelined loop, ``persistent.py``), with the
+    TMA_STAGES_ALONE tiles in flight of programs alone on their SMs where the tiles come
+    through the TMA. None where the grid is already even. Not the heuristic's (built
+    2026-12-07, not yet timed: docs/performance.md, "Persistent block pieces: built"); the
+    ``--sweep`` grid holds it."""
+    pieces = block_pieces(base, batch, width, chunk, multiprocessors=multiprocessors)
+    if pieces is None:
+        return None
+    return replace(pieces, programs=multiprocessors, tma=TMA_STAGES_ALONE if pieces.tma else 0)
+
+
 def parse_tile_override(text: str) -> dict[str, int]:
     """``"block_r=64,stages=3"`` -> ``{"block_r": 64, "num_stages": 3}`` (Tile field names).
 
