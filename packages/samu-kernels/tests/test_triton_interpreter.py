@@ -572,6 +572,11 @@ def test_time_split_layouts_through_the_tma_equal_pointer_loads(
             "split=1,block_r=16,tile_rows=8,programs=5,pieces=2",
             "resident at once: at most 4",
         ),
+        (
+            "fused_output_fused_write_chunk8",
+            "split=1,block_r=16,tile_rows=8,programs=3,pieces=3",
+            "one after another.*dividing the 2 channel blocks",
+        ),
     ],
 )
 def test_bad_time_split_geometries_are_refused(

@@ -295,10 +295,23 @@ class _Geometry:
         sizes = (self.length, self.width, self.n_chunks, self.n_blocks)
         n_pieces, per_piece = self.pieces(tile_rows)
         if self.persistent:
+            programs = min(self.tile.programs, n_pieces * self.n_blocks)
+            if (
+                not INLINE_ASSEMBLY
+                and programs < n_pieces * self.n_blocks
+                and self.n_blocks % programs
+            ):
+                # The interpreter runs the programs one after another: a piece may only wait
+                # for a piece of its own program, or of one with a lower id.
+                raise ValueError(
+                    f"{TILE_ENV}: programs={self.tile.programs} with pieces={self.tile.pieces} "
+                    "under the interpreter (TRITON_INTERPRET=1), which runs programs one after "
+                    "another, would wait forever for a later program's piece: give programs "
+                    f"dividing the {self.n_blocks} channel blocks (batch rows x blocks)"
+                )
             carry = new_buffer(like, (n_pieces, self.batch, self.width), torch.float32)
             flag = zeroed_buffer(like, (n_pieces * self.n_blocks,), torch.int32)
             handover = (carry, flag, *sizes, per_piece)
-            programs = min(self.tile.programs, n_pieces * self.n_blocks)
             # A shorter last piece is scanned as a whole one whose tiles past the end hold
             # rows past L only (masked).
             uneven = (

@@ -28,8 +28,8 @@ wait and the barrier before its release are inline assembly in the tile loop
 
 A program waits for pieces that other programs scan, so the grid must be resident at once:
 the launcher allows at most one program per multiprocessor (``launch._Geometry.of``). The
-interpreter runs programs one after another, so its tests use grids where every piece's
-predecessor is its own program's (P dividing the blocks).
+interpreter runs programs one after another, so there the launcher allows only grids where
+every piece's predecessor is its own program's (P dividing the blocks) or a lower one's.
 """
 
 import triton
@@ -228,8 +228,8 @@ def backward_persistent_kernel(
     state's gradient at the block's last tile, else with the carry of the piece after it,
     and leaves its gradient there for the piece before, or in D_H0 at the block's first
     tile; its parameter partials go to row b * pieces + piece of PARTIAL [B * pieces, P, R]
-    and are summed by the program that completes a block's rows
-    (``split.finish_piece_partials``)."""
+    (``split.store_piece_partials``), summed after the loop by the program that completes a
+    block's rows (``chunk.finish_partials``)."""
     S: tl.constexpr = TILE // SEGMENTS
     n_pieces = tl.cdiv(tl.cdiv(L, TILE), tiles_per_piece)
     constants = block_constants(
