@@ -50,7 +50,7 @@ from samu_kernels.common.split import (
 from samu_kernels.common.tiles import (
     load_tile_boxes,
     load_tile_rows,
-    per_segment,
+    program_columns,
     program_constants,
     segment_offsets,
     segment_starts,
@@ -87,16 +87,15 @@ def step_tile(
     DESCRIBED: tl.constexpr, BACKWARD: tl.constexpr,
 ):  # fmt: skip
     """What step ``step`` scans: (block, piece, within, tile) (:func:`persistent_tile`), the
-    block's batch row, channels [BLOCK_R] and their mask (``kernels.program_lanes``), the
-    tile columns' channels and mask ([SEGMENTS * BLOCK_R]), its first channel and the
+    block's lanes and tile columns (``tiles.program_columns``), its first channel and the
     tile's loaded rows (``tiles.load_tile_boxes`` where DESCRIBED, else
     ``tiles.load_tile_rows``; GRAD_OUT read only BACKWARD)."""
     block, piece, within, tile = persistent_tile(
         step, tiles_per_piece, n_blocks, n_pieces, BACKWARD
     )
-    b, offs_r, col_mask = program_lanes(block, R, BLOCK_R, CHANNELS)
-    columns = per_segment(offs_r, SEGMENTS, BLOCK_R)
-    column_mask = per_segment(col_mask, SEGMENTS, BLOCK_R)
+    b, offs_r, col_mask, columns, column_mask = program_columns(
+        block, R, BLOCK_R, CHANNELS, SEGMENTS
+    )
     column0 = channel_block_start(block, R, CHANNELS)
     if DESCRIBED:
         rows = load_tile_boxes(

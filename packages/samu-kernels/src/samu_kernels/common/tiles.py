@@ -73,21 +73,33 @@ def first_segment(column_mask, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
+def program_columns(column, R: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr,
+                    SEGMENTS: tl.constexpr):  # fmt: skip
+    """Channel block ``column``'s batch row, channels [BLOCK_R] and their mask (CHANNELS of
+    them its own, :func:`kernels.program_lanes`), then the tile columns' channels and mask
+    ([SEGMENTS * BLOCK_R])."""
+    b, offs_r, col_mask = program_lanes(column, R, BLOCK_R, CHANNELS)
+    return (
+        b, offs_r, col_mask, per_segment(offs_r, SEGMENTS, BLOCK_R),
+        per_segment(col_mask, SEGMENTS, BLOCK_R),
+    )  # fmt: skip
+
+
+@triton.jit
 def program_constants(column, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr,
                       CHANNELS: tl.constexpr, SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
                       OUT_MODE: tl.constexpr):  # fmt: skip
-    """Channel block ``column``'s (batch row, channels [BLOCK_R], their mask: CHANNELS of
-    them its own, :func:`kernels.program_lanes`), the tile columns' channels and mask
-    ([SEGMENTS * BLOCK_R]) and :func:`chunk.channel_constants`, the per-element ones
-    (decay_scale, w_a, w_x) given per tile column, then decay_scale again per channel
-    ([BLOCK_R], for :func:`chunk.store_partials`)."""
-    b, offs_r, col_mask = program_lanes(column, R, BLOCK_R, CHANNELS)
+    """Channel block ``column``'s :func:`program_columns` and :func:`chunk.channel_constants`,
+    the per-element ones (decay_scale, w_a, w_x) given per tile column, then decay_scale
+    again per channel ([BLOCK_R], for :func:`chunk.store_partials`)."""
+    b, offs_r, col_mask, columns, column_mask = program_columns(
+        column, R, BLOCK_R, CHANNELS, SEGMENTS
+    )
     decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip = channel_constants(
         CHANNEL, SCALARS, offs_r, col_mask, R, GATE_MODE, OUT_MODE
     )
     return (
-        b, offs_r, col_mask, per_segment(offs_r, SEGMENTS, BLOCK_R),
-        per_segment(col_mask, SEGMENTS, BLOCK_R), per_segment(decay_scale, SEGMENTS, BLOCK_R),
+        b, offs_r, col_mask, columns, column_mask, per_segment(decay_scale, SEGMENTS, BLOCK_R),
         a_param_factor, per_segment(w_a, SEGMENTS, BLOCK_R),
         per_segment(w_x, SEGMENTS, BLOCK_R), b_a, b_x, skip, decay_scale,
     )  # fmt: skip
