@@ -31,13 +31,8 @@ def wait_for_flag(FLAG):
 
 
 SPIN_UNTIL_RAISED: tl.constexpr = tl.constexpr(
-    """{
-    .reg .pred %p;
-    SPIN:
-    ld.acquire.gpu.global.b32 $0, [$1];
-    setp.eq.s32 %p, $0, 0;
-    @%p bra SPIN;
-    }"""
+    "{ .reg .pred %p; SPIN: ld.acquire.gpu.global.b32 $0, [$1]; setp.eq.s32 %p, $0, 0; "
+    "@%p bra SPIN; }"
 )
 """PTX of :func:`wait_for_flag_in_loop`: acquire loads of the flag at $1 until it is not 0."""
 
@@ -65,7 +60,7 @@ def raise_flag(FLAG):
     tl.atomic_xchg(FLAG, 1, sem="release")
 
 
-BARRIER: tl.constexpr = tl.constexpr("bar.sync 0;\n    mov.u32 $0, 0;")
+BARRIER: tl.constexpr = tl.constexpr("bar.sync 0; mov.u32 $0, 0;")
 """PTX of :func:`raise_flag_in_loop`'s barrier (the block's threads, as ``tl.debug_barrier``)."""
 
 
