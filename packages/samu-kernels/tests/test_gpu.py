@@ -291,22 +291,30 @@ def test_cut_blocks_equal_the_whole_block_programs(
     # into 4 pieces, one program each or taken round-robin by one persistent program per
     # SM: every cut block's carry is the state (and gradient) the whole-block program
     # reaches there, so output, final state and input gradients are its bits; the parameter
-    # gradients add a partial sum per piece, within the reference's tolerance.
+    # gradients add a partial sum per piece, within the reference's tolerance. One
+    # exception: RG-LRU's persistent backward contracts three multiply-adds fewer into FMAs
+    # (Triton 3.6's PTX: 216 fma, 254 mul, 24 add against the whole blocks' 219, 248, 19;
+    # likely the loop's piece branches part them), so in its gate_a logits gradient 525 of
+    # 21 M bf16 values round the other way (H100, 2026-12-07): equal to fp32 rounding there.
     problem = medium_problem(architecture)
     whole_blocks = "block_r=16,split=8,tile_rows=256,fwd_split=0"
     monkeypatch.setenv(TILE_ENV, whole_blocks)
     whole = run(problem, backend, controller)
     multiprocessors = torch.cuda.get_device_properties(CUDA).multi_processor_count
+    persistent = cut == "persistent"
     if cut == "programs":
         cut = f"programs={multiprocessors}"
-    elif cut == "persistent":
+    elif persistent:
         cut = f"pieces=4,programs={multiprocessors}"
     monkeypatch.setenv(TILE_ENV, f"{whole_blocks},{cut}")
     cut_blocks = assert_matches_reference(problem, backend, controller)
     sequences = {"output", "final_state", "grad_h0", "grad_u", "grad_y"}
     sequences |= {"grad_gate_x_logits", "grad_gate_a_logits"}
     for name in sequences & whole.keys():
-        assert torch.equal(cut_blocks[name], whole[name]), name
+        if persistent and name == "grad_gate_a_logits":
+            assert relative_error(cut_blocks[name], whole[name]) <= 1e-4, name
+        else:
+            assert torch.equal(cut_blocks[name], whole[name]), name
 
 
 @pytest.mark.usefixtures("poisoned_buffers")

@@ -454,9 +454,10 @@ def persistent_pieces(
     (``Tile.programs`` with ``Tile.pieces``: the programs take the pieces round-robin, each
     running its pieces' tiles as one pipelined loop, ``persistent.py``), with the
     TMA_STAGES_ALONE tiles in flight of programs alone on their SMs where the tiles come
-    through the TMA. None where the grid is already even. Not the heuristic's (built
-    2026-12-07, not yet timed: docs/performance.md, "Persistent block pieces: built"); the
-    ``--sweep`` grid holds it."""
+    through the TMA. None where the grid is already even. Not the heuristic's: on an H100
+    (2026-12-07, docs/performance.md, "Persistent block pieces timed") it took 1.08-1.09x
+    the whole-block programs' time on the medium reference shape (each piece's handover
+    still costs ~6 us); the ``--sweep`` grid holds it."""
     pieces = block_pieces(base, batch, width, chunk, multiprocessors=multiprocessors)
     if pieces is None:
         return None
