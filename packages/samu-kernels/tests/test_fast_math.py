@@ -5,11 +5,10 @@ the interpreter, a bad value refused by name; the tanh form only for 16-bit inpu
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from fresh_process import python_in_fresh_process
 
 import samu_kernels
 from samu_kernels.backends import parse_backend
@@ -18,21 +17,6 @@ from samu_kernels.common.chunk import FAST_MATH_ENV, SFU_TANH_SIGMOIDS, TANH_SIG
 
 PROBE = "import samu_kernels; print(samu_kernels.FAST_MATH_ENABLED)"
 TANH_PROBE = "from samu_kernels.common.chunk import TANH_SIGMOID; print(TANH_SIGMOID)"
-
-
-def _import_in_fresh_process(probe: str = PROBE, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in (FAST_MATH_ENV, TANH_SIGMOID_ENV, "TRITON_INTERPRET")
-    }
-    return subprocess.run(
-        [sys.executable, "-c", probe],
-        env={**environment, **env},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter runs only")
@@ -44,13 +28,13 @@ def test_the_interpreter_never_uses_fast_math() -> None:
 def test_compiled_kernels_use_fast_math_unless_turned_off(
     env: dict[str, str], expected: str
 ) -> None:
-    result = _import_in_fresh_process(**env)
+    result = python_in_fresh_process(PROBE, **env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == expected
 
 
 def test_a_bad_switch_value_is_refused_by_name() -> None:
-    result = _import_in_fresh_process(**{FAST_MATH_ENV: "yes"})
+    result = python_in_fresh_process(PROBE, **{FAST_MATH_ENV: "yes"})
     assert result.returncode != 0
     assert f"{FAST_MATH_ENV} must be 0 or 1" in result.stderr
 
@@ -62,13 +46,13 @@ def test_a_bad_switch_value_is_refused_by_name() -> None:
 def test_tanh_sigmoids_follow_fast_math_unless_turned_off(
     env: dict[str, str], expected: str
 ) -> None:
-    result = _import_in_fresh_process(TANH_PROBE, **env)
+    result = python_in_fresh_process(TANH_PROBE, **env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == expected
 
 
 def test_a_bad_tanh_switch_value_is_refused_by_name() -> None:
-    result = _import_in_fresh_process(TANH_PROBE, **{TANH_SIGMOID_ENV: "2"})
+    result = python_in_fresh_process(TANH_PROBE, **{TANH_SIGMOID_ENV: "2"})
     assert result.returncode != 0
     assert f"{TANH_SIGMOID_ENV} must be 0 or 1" in result.stderr
 

@@ -9,9 +9,7 @@ Triton's compiled functions, not the interpreter's."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from fresh_process import python_in_fresh_process
 
 PROBE = """
 import ast, importlib, pkgutil
@@ -37,10 +35,7 @@ for name, kernel in sorted(kernels.items()):
 
 
 def test_every_kernel_survives_inductors_unescaped_copy() -> None:
-    environment = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE], env=environment, capture_output=True, text=True, check=False
-    )
+    result = python_in_fresh_process(PROBE)
     assert result.returncode == 0, result.stderr[-2000:]
     count, *changed = result.stdout.splitlines()
     assert int(count) >= 18  # the scans' kernels and the block's rmsnorm and gated GELU
