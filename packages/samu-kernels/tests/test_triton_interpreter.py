@@ -35,6 +35,7 @@ from samu_kernels.common.chunk import (
 )
 from samu_kernels.common.geometry import TILE_ENV, Tile, choose_tile
 from samu_kernels.common.launch import tma_loadable
+from samu_kernels.common.summaries import publish_carry, wait_for_carry
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
 WIDE = (1, 50, 70)
@@ -204,6 +205,33 @@ def test_one_minus_a_squared_is_accurate_near_one(
     exact = -torch.expm1(2 * math.log(2) * log2_a.float().double())
     relative = ((out.double().cpu() - exact).abs() / exact).max().item()
     assert relative <= bound
+
+
+@triton.jit
+def _carry_round_trip_kernel(VALUES, CARRY, OUT, PUBLISHED: tl.constexpr, N: tl.constexpr):
+    k = tl.arange(0, N)
+    publish_carry(CARRY + k, tl.load(VALUES + k), k < PUBLISHED)
+    tl.store(OUT + k, wait_for_carry(CARRY + k, k < PUBLISHED))
+
+
+def test_carry_words_hold_every_value_and_their_flag(device: torch.device) -> None:
+    # The time-split programs' carries (summaries.publish_carry / wait_for_carry): the fp32
+    # bits below a raised flag, read back bit for bit (signs, zeros, infinities, subnormals,
+    # NaN); lanes outside the mask neither published nor read (zeros).
+    values = torch.tensor(
+        [-1.5, -0.0, 0.0, float("inf"), -float("inf"), 1e-45, -3.4e38, float("nan")] + [0.25] * 8
+    )
+    n, published = values.numel(), 12
+    carry = torch.zeros(n, dtype=torch.int64, device=device)
+    out = torch.full((n,), float("nan"), device=device)
+    _carry_round_trip_kernel[(1,)](values.to(device), carry, out, PUBLISHED=published, N=n)
+    bits = values.view(torch.int32).long() & 0xFFFFFFFF
+    assert torch.equal(carry.cpu()[:published], bits[:published] | (1 << 32))
+    assert not carry.cpu()[published:].any()
+    assert torch.equal(
+        out.cpu().view(torch.int32)[:published], values.view(torch.int32)[:published]
+    )
+    assert not out.cpu()[published:].any()
 
 
 CHAINED = "block_r=16,chunks=2,chained=1,lookback=0"

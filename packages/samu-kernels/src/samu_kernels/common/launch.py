@@ -284,14 +284,13 @@ class _Geometry:
     ) -> tuple[int, tuple[Any, ...], dict[str, Any]]:
         """(programs, trailing arguments, constexpr) of a time-split launch whose tiles have
         ``tile_rows`` rows: the arguments CARRY, FLAG, L, R, n_chunks, n_blocks and
-        tiles_per_piece, and HANDOVER (``split.WHOLE_BLOCKS`` etc., as ints). Balanced, the
-        blocks' carries fp32 [B, R] and their flags int32 [n_blocks] (zeroed); in pieces
-        (:meth:`pieces`), the pieces' carries fp32 [pieces, B, R] and their flags int32
-        [pieces, n_blocks] and the ticket (zeroed), one program per piece; persistent
-        (:attr:`persistent`), the pieces' carries and flags without the ticket, at most
-        ``Tile.programs`` programs and no HANDOVER (``persistent.py``'s kernels), FULL_TILES
-        off where the last piece is shorter; else one program per block and ``like`` for
-        CARRY and FLAG (never read)."""
+        tiles_per_piece, and HANDOVER (``split.WHOLE_BLOCKS`` etc., as ints). CARRY holds
+        flagged carry words (int64, zeroed; ``summaries.publish_carry``): balanced, the
+        blocks' [B, R]; in pieces (:meth:`pieces`), the pieces' [pieces, B, R] and the ticket
+        after them, one program per piece; persistent (:attr:`persistent`), the pieces'
+        without the ticket, at most ``Tile.programs`` programs and no HANDOVER
+        (``persistent.py``'s kernels), FULL_TILES off where the last piece is shorter; else
+        one program per block and ``like`` for CARRY (never read)."""
         sizes = (self.length, self.width, self.n_chunks, self.n_blocks)
         n_pieces, per_piece = self.pieces(tile_rows)
         if self.persistent:
@@ -309,9 +308,8 @@ class _Geometry:
                     "another, would wait forever for a later program's piece: give programs "
                     f"dividing the {self.n_blocks} channel blocks (batch rows x blocks)"
                 )
-            carry = new_buffer(like, (n_pieces, self.batch, self.width), torch.float32)
-            flag = zeroed_buffer(like, (n_pieces * self.n_blocks,), torch.int32)
-            handover = (carry, flag, *sizes, per_piece)
+            carry = zeroed_buffer(like, (n_pieces, self.batch, self.width), torch.int64)
+            handover = (carry, *sizes, per_piece)
             # A shorter last piece is scanned as a whole one whose tiles past the end hold
             # rows past L only (masked).
             uneven = (
@@ -319,19 +317,17 @@ class _Geometry:
             )
             return programs, handover, uneven
         if self.balanced:
-            carry = new_buffer(like, (self.batch, self.width), torch.float32)
-            flag = zeroed_buffer(like, (self.n_blocks,), torch.int32)
+            carry = zeroed_buffer(like, (self.batch, self.width), torch.int64)
             return (
                 self.tile.programs,
-                (carry, flag, *sizes, 0),
+                (carry, *sizes, 0),
                 {"HANDOVER": split.BALANCED_SHARES.value},
             )
         if n_pieces > 1:
-            carry = new_buffer(like, (n_pieces, self.batch, self.width), torch.float32)
-            flag = zeroed_buffer(like, (n_pieces * self.n_blocks + 1,), torch.int32)
-            handover = (carry, flag, *sizes, per_piece)
+            carry = zeroed_buffer(like, (n_pieces * self.batch * self.width + 1,), torch.int64)
+            handover = (carry, *sizes, per_piece)
             return n_pieces * self.n_blocks, handover, {"HANDOVER": split.BLOCK_PIECES.value}
-        return self.n_blocks, (like, like, *sizes, 0), {"HANDOVER": split.WHOLE_BLOCKS.value}
+        return self.n_blocks, (like, *sizes, 0), {"HANDOVER": split.WHOLE_BLOCKS.value}
 
     def scratch(self, like: torch.Tensor, config: ScanConfig, n_programs: int) -> torch.Tensor:
         """The fused_write backward's per-program [T, BLOCK_R] fp32 rows of recomputed

@@ -22,9 +22,9 @@ partials go to their piece's row, summed once the loop is over (``chunk.finish_p
 for each of the program's pieces). Every state and gradient is the whole-block programs',
 bit for bit; the parameter gradients sum one partial row per piece.
 
-Triton pipelines no loop that holds another loop or a ``tl.debug_barrier``, so the carry's
-wait and the barrier before its release are inline assembly in the tile loop
-(``summaries.wait_for_flag_in_loop``, ``summaries.raise_flag_in_loop``).
+Triton pipelines no loop that holds another loop or a ``tl.debug_barrier``; the carry's wait
+is inline assembly (``summaries.wait_for_carry``), and its publication one relaxed exchange
+per value with no barrier (``summaries.publish_carry``), so both sit in the tile loop.
 
 A program waits for pieces that other programs scan, so the grid must be resident at once:
 the launcher allows at most one program per multiprocessor (``launch._Geometry.of``). The
@@ -152,7 +152,7 @@ def program_steps(n_blocks, n_pieces, tiles_per_piece):
 
 @triton.jit
 def forward_persistent_kernel(
-    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG, L,
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, L,
     R: tl.constexpr, n_chunks, n_blocks, tiles_per_piece, GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
     BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
@@ -162,8 +162,8 @@ def forward_persistent_kernel(
     """Forward of the persistent programs (arguments as ``split.forward_split_kernel``'s):
     each scans its pieces in order, their tiles in one loop. A piece enters with h0 (or
     zero) at the block's first tile, else with the carry of the piece before (CARRY
-    [pieces, B, R] fp32 and FLAG [pieces, n_blocks] int32, zeroed, ``split.piece_slot``),
-    and leaves its state there for the next piece, or in FINAL after the block's last."""
+    [pieces, B, R] int64 words, zeroed, ``split.piece_slot``), and leaves its state there
+    for the next piece, or in FINAL after the block's last."""
     S: tl.constexpr = TILE // SEGMENTS
     n_pieces = tl.cdiv(tl.cdiv(L, TILE), tiles_per_piece)
     constants = block_constants(
@@ -192,30 +192,24 @@ def forward_persistent_kernel(
             SEGMENTS, BLOCK_R, SHARED_SFU, HAS_RESETS, FULL_TILES,
         )  # fmt: skip
         if within == 0:
-            carry_in, flag_in = piece_slot(
-                CARRY, FLAG, tl.maximum(piece - 1, 0), n_blocks, R, CHANNELS
-            )
-            h = entering_state(
-                H0, carry_in, flag_in, block, b, columns, column_mask, R, piece > 0, HAS_H0, True,
-                True,
-            )  # fmt: skip
+            carry_in = piece_slot(CARRY, tl.maximum(piece - 1, 0), n_blocks, R, CHANNELS)
+            h = entering_state(H0, carry_in, b, columns, column_mask, R, piece > 0, HAS_H0, True)
         h = forward_tile_outputs(
             OUT, SAVED, rows, a_rows, x_rows, u_rows, seg_decay, seg_h, h, b, starts, offs,
             columns, column_mask, L, R, n_chunks, skip, GATE_MODE, OUT_MODE, T, TILE, S, SEGMENTS,
             BLOCK_R, FULL_TILES, FUSED_WRITE,
         )  # fmt: skip
         if within == tiles_per_piece - 1:
-            carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
             leaving_state(
-                FINAL, carry_out, flag_out, block, b, columns, column_mask, R,
-                piece < n_pieces - 1, h, BLOCK_R, True, True,
+                FINAL, piece_slot(CARRY, piece, n_blocks, R, CHANNELS), b, columns, column_mask,
+                R, piece < n_pieces - 1, h, BLOCK_R, True,
             )  # fmt: skip
 
 
 @triton.jit
 def backward_persistent_kernel(
     U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U, D_GATE_X,
-    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG, L,
+    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, L,
     R: tl.constexpr, n_chunks, n_blocks, tiles_per_piece, GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
     BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
@@ -261,25 +255,21 @@ def backward_persistent_kernel(
             SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED,
         )  # fmt: skip
         if within == 0:
-            carry_in, flag_in = piece_slot(
-                CARRY, FLAG, tl.minimum(piece + 1, n_pieces - 1), n_blocks, R, CHANNELS
-            )
+            carry_in = piece_slot(CARRY, tl.minimum(piece + 1, n_pieces - 1), n_blocks, R, CHANNELS)
             # c_t = a_t dL/dh_t, entering the block's last row from the final state's gradient.
             carry = entering_state(
-                GRAD_FINAL, carry_in, flag_in, block, b, columns, column_mask, R,
-                piece < n_pieces - 1, True, True, True,
-            )  # fmt: skip
+                GRAD_FINAL, carry_in, b, columns, column_mask, R, piece < n_pieces - 1, True, True
+            )
         carry, accs = backward_tile_gradients(
             D_U, D_GATE_X, D_GATE_A, D_Y, rows, gates, a_rows, g_rows, states, seg_decay, seg_c,
             carry, accs, starts, offs, column_mask, L, R, decay_scale, w_a, w_x, skip,
             GATE_MODE, OUT_MODE, TILE, S, SEGMENTS, BLOCK_R, SHARED_SFU, FULL_TILES,
         )  # fmt: skip
         if within == tiles_per_piece - 1:
-            carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
             # dL/dh0 = a_0 dL/dh_0 = c_0.
             leaving_state(
-                D_H0, carry_out, flag_out, block, b, columns, column_mask, R, piece > 0, carry,
-                BLOCK_R, True, True,
+                D_H0, piece_slot(CARRY, piece, n_blocks, R, CHANNELS), b, columns, column_mask, R,
+                piece > 0, carry, BLOCK_R, True,
             )  # fmt: skip
             store_piece_partials(
                 PARTIAL, accs, b * n_pieces + piece, offs_r, col_mask, R, a_param_factor,

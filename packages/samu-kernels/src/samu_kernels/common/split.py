@@ -40,7 +40,8 @@ the values are the pointer loads' bit for bit, and so is everything stored.
 With ``programs=N`` in the geometry (balanced programs, an override measured slower than one
 program per block: docs/performance.md, "Balanced programs, timed"), N programs each scan a
 contiguous share of the blocks' tiles, a block cut between two of them handed over through a
-carry and a flag (:func:`share_of_program`, :func:`entering_state`, :func:`leaving_state`).
+carry published as flagged words (:func:`share_of_program`, :func:`entering_state`,
+:func:`leaving_state`).
 With ``pieces=K`` every block is cut at the same tiles into K pieces, one program each, the
 programs taking their pieces from a ticket in piece-major order (:func:`piece_of_ticket`): the
 programs running at any time scan neighbouring blocks at the same rows, and each piece's
@@ -64,12 +65,7 @@ from samu_kernels.common.chunk import (
     output_of,
     store_partials,
 )
-from samu_kernels.common.summaries import (
-    raise_flag,
-    raise_flag_in_loop,
-    wait_for_flag,
-    wait_for_flag_in_loop,
-)
+from samu_kernels.common.summaries import publish_carry, wait_for_carry
 from samu_kernels.common.tiles import (
     box_rows,
     enter_segments,
@@ -123,14 +119,15 @@ def piece_of(block, n_tiles, share_start, share_end):
 
 
 @triton.jit
-def piece_of_ticket(FLAG, n_blocks, n_tiles, tiles_per_piece, BACKWARD: tl.constexpr):
+def piece_of_ticket(CARRY, n_blocks, n_tiles, tiles_per_piece, R: tl.constexpr,
+                    CHANNELS: tl.constexpr, BACKWARD: tl.constexpr):  # fmt: skip
     """(block, piece, first tile, end tile, pieces) of the next piece of a BLOCK_PIECES launch:
-    a ticket (the int32 after FLAG's [pieces, n_blocks] flags) counted piece-major, so that a
+    a ticket (the int64 after CARRY's [pieces, B, R] words) counted piece-major, so that a
     program only waits on a piece whose ticket was taken earlier, by a running program, and
     the programs running side by side scan neighbouring blocks at the same rows. The
     backward counts the pieces from the last."""
     n_pieces = tl.cdiv(n_tiles, tiles_per_piece)
-    ticket = tl.atomic_add(FLAG + n_pieces * n_blocks, 1)
+    ticket = tl.atomic_add(piece_slot(CARRY, n_pieces, n_blocks, R, CHANNELS), 1).to(tl.int32)
     piece = ticket // n_blocks
     if BACKWARD:
         piece = n_pieces - 1 - piece
@@ -140,11 +137,11 @@ def piece_of_ticket(FLAG, n_blocks, n_tiles, tiles_per_piece, BACKWARD: tl.const
 
 
 @triton.jit
-def piece_slot(CARRY, FLAG, piece, n_blocks, R: tl.constexpr, CHANNELS: tl.constexpr):
-    """The carry [B, R] (fp32) and flags [n_blocks] of ``piece`` in a BLOCK_PIECES launch's
-    CARRY [pieces, B, R] and FLAG [pieces, n_blocks]."""
+def piece_slot(CARRY, piece, n_blocks, R: tl.constexpr, CHANNELS: tl.constexpr):
+    """The carry words [B, R] of ``piece`` in a launch's CARRY [pieces, B, R] (int64,
+    :func:`summaries.publish_carry`)."""
     rows = n_blocks // tl.cdiv(R, CHANNELS)
-    return CARRY + piece.to(tl.int64) * rows * R, FLAG + piece * n_blocks
+    return CARRY + piece.to(tl.int64) * rows * R
 
 
 @triton.jit
@@ -161,7 +158,6 @@ def forward_split_kernel(
     FINAL,
     SAVED,
     CARRY,
-    FLAG,
     L,
     R: tl.constexpr,
     n_chunks,
@@ -189,26 +185,25 @@ def forward_split_kernel(
     (``Tile.programs``) each scan a contiguous share of the block-major tiles
     (:func:`share_of_program`): the tail of a block whose head the previous program scans,
     whole blocks, the head of a block the next program finishes. A program scans its
-    share's last block first: the head's state after its last tile goes to CARRY [B, R]
-    (fp32) and raises its block's flag in FLAG [n_blocks] (int32, zeroed), and the tail,
-    scanned last, waits for it (its predecessor scanned that head first, so the wait is
-    short). With BLOCK_PIECES (``Tile.pieces``), each program scans one piece of
-    ``tiles_per_piece`` tiles of a block (:func:`piece_of_ticket`), the state after it going
-    to its piece's CARRY [pieces, B, R] and FLAG [pieces, n_blocks] (+ the ticket, zeroed)
-    for the next piece. Every state is the one the whole-block program computes, bit for
-    bit. See :func:`_forward_piece` for the scan."""
+    share's last block first: the head's state after its last tile is published in CARRY
+    [B, R] (int64 words, zeroed; :func:`summaries.publish_carry`), and the tail, scanned
+    last, waits for it (its predecessor scanned that head first, so the wait is short). With
+    BLOCK_PIECES (``Tile.pieces``), each program scans one piece of ``tiles_per_piece`` tiles
+    of a block (:func:`piece_of_ticket`), the state after it published in its piece's CARRY
+    [pieces, B, R] (+ the ticket, zeroed) for the next piece. Every state is the one the
+    whole-block program computes, bit for bit. See :func:`_forward_piece` for the scan."""
     n_tiles = tl.cdiv(L, TILE)
     if HANDOVER == BLOCK_PIECES:
         block, piece, first_tile, end_tile, _n_pieces = piece_of_ticket(
-            FLAG, n_blocks, n_tiles, tiles_per_piece, False
+            CARRY, n_blocks, n_tiles, tiles_per_piece, R, CHANNELS, False
         )
-        carry_in, flag_in = piece_slot(CARRY, FLAG, tl.maximum(piece - 1, 0), n_blocks, R, CHANNELS)
-        carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
+        carry_in = piece_slot(CARRY, tl.maximum(piece - 1, 0), n_blocks, R, CHANNELS)
+        carry_out = piece_slot(CARRY, piece, n_blocks, R, CHANNELS)
         _forward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, carry_in,
-            flag_in, carry_out, flag_out, block, first_tile, end_tile, n_tiles, L, R, n_chunks,
-            GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
-            FULL_TILES, HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
+            carry_out, block, first_tile, end_tile, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE,
+            T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, HAS_H0,
+            FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
         )  # fmt: skip
     elif HANDOVER == BALANCED_SHARES:
         first_block, last_block, share_start, share_end = share_of_program(
@@ -219,25 +214,24 @@ def forward_split_kernel(
             first_tile, end_tile = piece_of(block, n_tiles, share_start, share_end)
             _forward_piece(
                 U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY,
-                FLAG, CARRY, FLAG, block, first_tile, end_tile, n_tiles, L, R, n_chunks,
-                GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU,
-                HAS_RESETS, FULL_TILES, HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
+                CARRY, block, first_tile, end_tile, n_tiles, L, R, n_chunks, GATE_MODE,
+                OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
+                FULL_TILES, HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, True,
             )  # fmt: skip
     else:
         # One piece, no loop around the tile loop: the whole-block kernel compiles as before.
         _forward_piece(
-            U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, FLAG,
-            CARRY, FLAG, tl.program_id(0), 0, n_tiles, n_tiles, L, R, n_chunks, GATE_MODE,
-            OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES,
-            HAS_H0, FUSED_WRITE, DESCRIBED, TILE_STAGES, False,
+            U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY, CARRY,
+            tl.program_id(0), 0, n_tiles, n_tiles, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE,
+            SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, HAS_H0, FUSED_WRITE,
+            DESCRIBED, TILE_STAGES, False,
         )  # fmt: skip
 
 
 @triton.jit
 def _forward_piece(
-    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY_IN, FLAG_IN,
-    CARRY_OUT, FLAG_OUT, block,
-    first_tile, end_tile, n_tiles, L, R: tl.constexpr, n_chunks, GATE_MODE: tl.constexpr,
+    U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT, FINAL, SAVED, CARRY_IN, CARRY_OUT,
+    block, first_tile, end_tile, n_tiles, L, R: tl.constexpr, n_chunks, GATE_MODE: tl.constexpr,
     OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr, SEGMENTS: tl.constexpr,
     BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr, SHARED_SFU: tl.constexpr,
     HAS_RESETS: tl.constexpr, FULL_TILES: tl.constexpr, HAS_H0: tl.constexpr,
@@ -248,9 +242,9 @@ def _forward_piece(
     cut into SEGMENTS segments scanned side by side by the program's threads
     (``launch.split_flags``); with FUSED_WRITE, the state entering every chunk goes to SAVED.
     The state entering the first tile is h0 (or zero), or with CUT and a first tile past 0
-    the carry another program published for this block (CARRY_IN, FLAG_IN); the state after
-    the last goes to FINAL, or with CUT and an end before the block's last tile to CARRY_OUT
-    (raising FLAG_OUT).
+    the carry another program published for this block (CARRY_IN); the state after the last
+    goes to FINAL, or with CUT and an end before the block's last tile is published in
+    CARRY_OUT.
     DESCRIBED: U, GATE_X, GATE_A and Y are tensor descriptors, each tile loaded as one box
     per input, TILE_STAGES tiles in flight (``tiles.load_tile_boxes``; RESET stays a
     pointer); else pointers, the next tile's rows loaded while this one is computed."""
@@ -259,10 +253,7 @@ def _forward_piece(
      b_x, skip, _channel_decay_scale) = program_constants(
         block, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE
     )  # fmt: skip
-    h = entering_state(
-        H0, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT,
-        False,
-    )  # fmt: skip
+    h = entering_state(H0, CARRY_IN, b, columns, column_mask, R, first_tile > 0, HAS_H0, CUT)
     column0 = channel_block_start(block, R, CHANNELS)
     if not DESCRIBED:
         # Double-buffered: tile i + 1's loads are issued before tile i is computed (the last
@@ -295,10 +286,7 @@ def _forward_piece(
             columns, column_mask, L, R, n_chunks, skip, GATE_MODE, OUT_MODE, T, TILE, S, SEGMENTS,
             BLOCK_R, FULL_TILES, FUSED_WRITE,
         )  # fmt: skip
-    leaving_state(
-        FINAL, CARRY_OUT, FLAG_OUT, block, b, columns, column_mask, R, end_tile < n_tiles, h,
-        BLOCK_R, CUT, False,
-    )  # fmt: skip
+    leaving_state(FINAL, CARRY_OUT, b, columns, column_mask, R, end_tile < n_tiles, h, BLOCK_R, CUT)
 
 
 @triton.jit
@@ -380,7 +368,6 @@ def backward_split_kernel(
     D_CHANNEL,
     D_SCALARS,
     CARRY,
-    FLAG,
     L,
     R: tl.constexpr,
     n_chunks,
@@ -406,12 +393,12 @@ def backward_split_kernel(
     i's batch row of PARTIAL [B, P, R] (like ``backward_sequential_kernel``). With
     BALANCED_SHARES, shares as the forward's (:func:`share_of_program`, counted from the
     last tile), a share's first block first: the tail of a cut block hands the gradient
-    entering its first row to the head (CARRY [B, R], FLAG [n_blocks], zeroed), scanned last
+    entering its first row to the head (CARRY [B, R] words, zeroed), scanned last
     by the next program; a block's partial sums go to PARTIAL [2 B, P, R] row 2 b from the
     piece that starts at its first tile, row 2 b + 1 from a tail (zeros where the block is
     whole). With BLOCK_PIECES, pieces as the forward's, the last first (:func:`piece_of_ticket`):
     a piece hands the gradient entering its first row to the piece before it through its own
-    CARRY [pieces, B, R] and FLAG [pieces, n_blocks] (+ the ticket, zeroed), and writes row
+    CARRY [pieces, B, R] words (+ the ticket, zeroed), and writes row
     b * pieces + piece of PARTIAL [B * pieces, P, R]. Either way the partial rows are summed
     in row order into D_CHANNEL and D_SCALARS by the programs that complete them
     (:func:`chunk.finish_partials`, COUNTERS zeroed). DESCRIBED: as the forward's, GRAD_OUT
@@ -419,19 +406,16 @@ def backward_split_kernel(
     n_tiles = tl.cdiv(L, TILE)
     if HANDOVER == BLOCK_PIECES:
         block, piece, first_tile, end_tile, n_pieces = piece_of_ticket(
-            FLAG, n_blocks, n_tiles, tiles_per_piece, True
+            CARRY, n_blocks, n_tiles, tiles_per_piece, R, CHANNELS, True
         )
-        carry_in, flag_in = piece_slot(
-            CARRY, FLAG, tl.minimum(piece + 1, n_pieces - 1), n_blocks, R, CHANNELS
-        )
-        carry_out, flag_out = piece_slot(CARRY, FLAG, piece, n_blocks, R, CHANNELS)
+        carry_in = piece_slot(CARRY, tl.minimum(piece + 1, n_pieces - 1), n_blocks, R, CHANNELS)
+        carry_out = piece_slot(CARRY, piece, n_blocks, R, CHANNELS)
         _backward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
             D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, carry_in,
-            flag_in, carry_out, flag_out, block, first_tile, end_tile, n_tiles, n_blocks, piece,
-            n_pieces, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS,
-            SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES,
-            BLOCK_PIECES,
+            carry_out, block, first_tile, end_tile, n_tiles, n_blocks, piece, n_pieces, L, R,
+            n_chunks, GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU,
+            HAS_RESETS, FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, BLOCK_PIECES,
         )  # fmt: skip
     elif HANDOVER == BALANCED_SHARES:
         first_block, last_block, share_start, share_end = share_of_program(
@@ -442,7 +426,7 @@ def backward_split_kernel(
             _backward_piece(
                 U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
                 D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY,
-                FLAG, CARRY, FLAG, block, first_tile, end_tile, n_tiles, n_blocks,
+                CARRY, block, first_tile, end_tile, n_tiles, n_blocks,
                 (first_tile > 0).to(tl.int32), 2, L, R, n_chunks, GATE_MODE, OUT_MODE, T, TILE,
                 SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS, FULL_TILES, FUSED_WRITE,
                 DESCRIBED, TILE_STAGES, BALANCED_SHARES,
@@ -450,8 +434,8 @@ def backward_split_kernel(
     else:
         _backward_piece(
             U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U,
-            D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, FLAG,
-            CARRY, FLAG, tl.program_id(0), 0, n_tiles, n_tiles, n_blocks, 0, 1, L, R, n_chunks,
+            D_GATE_X, D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY, CARRY,
+            tl.program_id(0), 0, n_tiles, n_tiles, n_blocks, 0, 1, L, R, n_chunks,
             GATE_MODE, OUT_MODE, T, TILE, SEGMENTS, BLOCK_R, CHANNELS, SHARED_SFU, HAS_RESETS,
             FULL_TILES, FUSED_WRITE, DESCRIBED, TILE_STAGES, WHOLE_BLOCKS,
         )  # fmt: skip
@@ -460,8 +444,8 @@ def backward_split_kernel(
 @triton.jit
 def _backward_piece(
     U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, GRAD_OUT, GRAD_FINAL, SAVED, D_U, D_GATE_X,
-    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY_IN, FLAG_IN, CARRY_OUT,
-    FLAG_OUT, block, first_tile, end_tile, n_tiles, n_blocks, piece, n_pieces, L,
+    D_GATE_A, D_Y, D_H0, PARTIAL, COUNTERS, D_CHANNEL, D_SCALARS, CARRY_IN, CARRY_OUT, block,
+    first_tile, end_tile, n_tiles, n_blocks, piece, n_pieces, L,
     R: tl.constexpr, n_chunks,
     GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr, T: tl.constexpr, TILE: tl.constexpr,
     SEGMENTS: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr,
@@ -473,8 +457,8 @@ def _backward_piece(
     segments as in the forward, the states recomputed from the checkpoints of the tile's
     chunks (FUSED_WRITE). The gradient entering the last row is the final state's, or
     with a HANDOVER and an end before the block's last tile the carry another program
-    published (CARRY_IN, FLAG_IN); the one leaving the first row is dL/dh0, or with a
-    HANDOVER and a first tile past 0 published (CARRY_OUT, FLAG_OUT) for the program
+    published (CARRY_IN); the one leaving the first row is dL/dh0, or with a
+    HANDOVER and a first tile past 0 published (CARRY_OUT) for the program
     scanning the piece before. The piece's partial sums go to row b * n_pieces + piece of
     PARTIAL and end in :func:`chunk.finish_partials` (``n_blocks``: the launch's (batch row,
     channel block) pairs)."""
@@ -486,9 +470,8 @@ def _backward_piece(
     )  # fmt: skip
     # c_t = a_t dL/dh_t, entering the last row from the final state's gradient.
     carry = entering_state(
-        GRAD_FINAL, CARRY_IN, FLAG_IN, block, b, columns, column_mask, R, end_tile < n_tiles,
-        True, CUT, False,
-    )  # fmt: skip
+        GRAD_FINAL, CARRY_IN, b, columns, column_mask, R, end_tile < n_tiles, True, CUT
+    )
     zero = tl.zeros([SEGMENTS * BLOCK_R], dtype=tl.float32)
     accs = (zero, zero, zero, zero, zero, zero)
     column0 = channel_block_start(block, R, CHANNELS)
@@ -524,10 +507,7 @@ def _backward_piece(
             GATE_MODE, OUT_MODE, TILE, S, SEGMENTS, BLOCK_R, SHARED_SFU, FULL_TILES,
         )  # fmt: skip
     # dL/dh0 = a_0 dL/dh_0 = c_0.
-    leaving_state(
-        D_H0, CARRY_OUT, FLAG_OUT, block, b, columns, column_mask, R, first_tile > 0, carry,
-        BLOCK_R, CUT, False,
-    )  # fmt: skip
+    leaving_state(D_H0, CARRY_OUT, b, columns, column_mask, R, first_tile > 0, carry, BLOCK_R, CUT)
     row = b * n_pieces + piece
     rows_written = 1
     n_rows = n_blocks // tl.cdiv(R, CHANNELS) * n_pieces
@@ -660,21 +640,15 @@ def _start_state(START, b, columns, column_mask, R, HAS_START: tl.constexpr):
 
 
 @triton.jit
-def entering_state(START, CARRY, FLAG, block, b, columns, column_mask, R, handed_over,
-                   HAS_START: tl.constexpr, CUT: tl.constexpr,
-                   PIPELINED: tl.constexpr):  # fmt: skip
-    """The state (or gradient) entering a piece of channel block ``block``, as a tile vector:
-    row b of START [B, R] (h0 or the final state's gradient; zeros without HAS_START), or
-    with CUT where ``handed_over`` (the piece starts where another program's ended) row b of
-    CARRY [B, R], once that program has raised FLAG[block]. PIPELINED: called in the body of
-    a pipelined tile loop (:func:`summaries.wait_for_flag_in_loop`)."""
+def entering_state(START, CARRY, b, columns, column_mask, R, handed_over,
+                   HAS_START: tl.constexpr, CUT: tl.constexpr):  # fmt: skip
+    """The state (or gradient) entering a piece, as a tile vector: row b of START [B, R]
+    (h0 or the final state's gradient; zeros without HAS_START), or with CUT where
+    ``handed_over`` (the piece starts where another program's ended) row b of CARRY [B, R]
+    once that program has published it (:func:`summaries.wait_for_carry`)."""
     if CUT:
         if handed_over:
-            if PIPELINED:
-                wait_for_flag_in_loop(FLAG + block)
-            else:
-                wait_for_flag(FLAG + block)
-            state = tl.load(state_vector(CARRY, b, 0, columns, R, 1), mask=column_mask, other=0.0)
+            state = wait_for_carry(state_vector(CARRY, b, 0, columns, R, 1), column_mask)
         else:
             state = _start_state(START, b, columns, column_mask, R, HAS_START)
     else:
@@ -683,22 +657,16 @@ def entering_state(START, CARRY, FLAG, block, b, columns, column_mask, R, handed
 
 
 @triton.jit
-def leaving_state(END, CARRY, FLAG, block, b, columns, column_mask, R, handed_over, state,
-                  BLOCK_R: tl.constexpr, CUT: tl.constexpr,
-                  PIPELINED: tl.constexpr):  # fmt: skip
-    """Store the state (or gradient) leaving a piece of channel block ``block`` (a tile
-    vector, every segment holding it) as row b of END [B, R] (the final state, or dL/dh0),
-    or with CUT where ``handed_over`` (another program scans on from here) as row b of CARRY
-    [B, R], raising FLAG[block] after it. PIPELINED: called in the body of a pipelined tile
-    loop (:func:`summaries.raise_flag_in_loop`)."""
+def leaving_state(END, CARRY, b, columns, column_mask, R, handed_over, state,
+                  BLOCK_R: tl.constexpr, CUT: tl.constexpr):  # fmt: skip
+    """Store the state (or gradient) leaving a piece (a tile vector, every segment holding
+    it) as row b of END [B, R] (the final state, or dL/dh0), or with CUT where
+    ``handed_over`` (another program scans on from here) publish it as row b of CARRY [B, R]
+    (:func:`summaries.publish_carry`)."""
     mask = first_segment(column_mask, BLOCK_R)
     if CUT:
         if handed_over:
-            tl.store(state_vector(CARRY, b, 0, columns, R, 1), state, mask=mask)
-            if PIPELINED:
-                raise_flag_in_loop(FLAG + block)
-            else:
-                raise_flag(FLAG + block)
+            publish_carry(state_vector(CARRY, b, 0, columns, R, 1), state, mask)
         else:
             tl.store(state_vector(END, b, 0, columns, R, 1), state, mask=mask)
     else:

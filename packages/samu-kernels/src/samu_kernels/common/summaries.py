@@ -5,7 +5,9 @@ the step h -> decay h + state) and raises a flag; others wait for flags and comp
 published summaries in a fixed order (:func:`combine`), so every state is computed the same
 way on every call. Used by the chained hierarchical passes (``kernels.py``: each run waits
 for its neighbour) and their run look-back (``lookback=2``, :func:`look_back`: groups of run
-summaries, at most two publications deep).
+summaries, at most two publications deep). The time-split programs' carries (``split.py``,
+``persistent.py``) are published as flagged words instead (:func:`publish_carry`,
+:func:`wait_for_carry`): a value and its flag in one 64-bit word, no fence.
 """
 
 import triton
@@ -30,28 +32,6 @@ def wait_for_flag(FLAG):
     tl.debug_barrier()
 
 
-SPIN_UNTIL_RAISED: tl.constexpr = tl.constexpr(
-    "{ .reg .pred %p; SPIN: ld.acquire.gpu.global.b32 $0, [$1]; setp.eq.s32 %p, $0, 0; "
-    "@%p bra SPIN; }"
-)
-"""PTX of :func:`wait_for_flag_in_loop`: acquire loads of the flag at $1 until it is not 0."""
-
-
-@triton.jit
-def wait_for_flag_in_loop(FLAG):
-    """:func:`wait_for_flag` for the body of a ``tl.range(num_stages=...)`` loop: Triton
-    pipelines no loop that holds another, so compiled, the spin is one inline-assembly loop
-    of acquire loads that every thread runs (each thread's later loads ordered after its
-    own acquire); the interpreter (no inline assembly, no pipelining) spins as
-    :func:`wait_for_flag` does."""
-    if COMPILED:
-        tl.inline_asm_elementwise(
-            SPIN_UNTIL_RAISED, "=r,l", [FLAG], dtype=tl.int32, is_pure=False, pack=1
-        )
-    else:
-        wait_for_flag(FLAG)
-
-
 @triton.jit
 def raise_flag(FLAG):
     """Set the flag at FLAG with release semantics, after a barrier that orders every
@@ -60,20 +40,48 @@ def raise_flag(FLAG):
     tl.atomic_xchg(FLAG, 1, sem="release")
 
 
-BARRIER: tl.constexpr = tl.constexpr("bar.sync 0; mov.u32 $0, 0;")
-"""PTX of :func:`raise_flag_in_loop`'s barrier (the block's threads, as ``tl.debug_barrier``)."""
+RAISED: tl.constexpr = tl.constexpr(1 << 32)
+"""A published carry word's flag: the high half of an int64 whose low half is the value."""
+
+WAIT_FOR_CARRY: tl.constexpr = tl.constexpr(
+    "{ .reg .pred %p; .reg .b64 %w; .reg .b32 %hi; mov.b32 $0, 0; setp.eq.s32 %p, $2, 0; "
+    "@%p bra DONE; WAIT: ld.relaxed.gpu.global.b64 %w, [$1]; mov.b64 {$0, %hi}, %w; "
+    "setp.eq.s32 %p, %hi, 0; @%p bra WAIT; DONE: }"
+)
+"""PTX of :func:`wait_for_carry`: where $2 is not 0, relaxed 64-bit loads of the word at $1
+until its high half is raised, $0 its low half (0 where $2 is 0). One line: Inductor copies
+kernel sources into a string literal without escaping backslashes (torch 2.11)."""
 
 
 @triton.jit
-def raise_flag_in_loop(FLAG):
-    """:func:`raise_flag` for the body of a ``tl.range(num_stages=...)`` loop: Triton
-    pipelines no loop that holds a ``tl.debug_barrier``, so compiled, the barrier before the
-    release is inline assembly."""
+def publish_carry(CARRY, state, mask):
+    """Publish ``state`` (fp32) where ``mask`` in the words at CARRY (int64, zeroed): each
+    word the value's bits with :data:`RAISED` above them, written by one relaxed 64-bit
+    exchange, so a reader sees a value and its flag together. No barrier and no fence: the
+    reader needs nothing else this program stored, so the publication waits for none of its
+    other stores (a release after a barrier would wait for the whole tile's)."""
+    words = state.to(tl.uint32, bitcast=True).to(tl.int64) | RAISED
+    tl.atomic_xchg(CARRY, words, mask=mask, sem="relaxed")
+
+
+@triton.jit
+def wait_for_carry(CARRY, mask):
+    """The fp32 values published at CARRY (int64 words, :func:`publish_carry`) where ``mask``
+    (zeros elsewhere), each once its own word's flag is raised. Compiled, one inline-assembly
+    loop of relaxed 64-bit loads per value (no Triton loop, so it may sit in the body of a
+    ``tl.range(num_stages=...)`` loop, which Triton pipelines only without inner loops);
+    the interpreter, which runs programs one after another, reads the words until raised."""
     if COMPILED:
-        tl.inline_asm_elementwise(BARRIER, "=r,l", [FLAG], dtype=tl.int32, is_pure=False, pack=1)
-        tl.atomic_xchg(FLAG, 1, sem="release")
+        bits = tl.inline_asm_elementwise(
+            WAIT_FOR_CARRY, "=r,l,r", [CARRY, mask.to(tl.int32)], dtype=tl.int32,
+            is_pure=False, pack=1,
+        )  # fmt: skip
     else:
-        raise_flag(FLAG)
+        words = tl.atomic_add(CARRY, 0, mask=mask, sem="relaxed")
+        while tl.sum(tl.where(mask & (words < RAISED), 1, 0), 0) > 0:
+            words = tl.atomic_add(CARRY, 0, mask=mask, sem="relaxed")
+        bits = tl.where(mask, words & 0xFFFFFFFF, 0).to(tl.int32)
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
