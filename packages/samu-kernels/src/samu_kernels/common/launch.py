@@ -283,7 +283,7 @@ class _Geometry:
         self, like: torch.Tensor, tile_rows: int
     ) -> tuple[int, tuple[Any, ...], dict[str, Any]]:
         """(programs, trailing arguments, constexpr) of a time-split launch whose tiles have
-        ``tile_rows`` rows: the arguments CARRY, FLAG, L, R, n_chunks, n_blocks and
+        ``tile_rows`` rows: the arguments CARRY, L, R, n_chunks, n_blocks and
         tiles_per_piece, and HANDOVER (``split.WHOLE_BLOCKS`` etc., as ints). CARRY holds
         flagged carry words (int64, zeroed; ``summaries.publish_carry``): balanced, the
         blocks' [B, R]; in pieces (:meth:`pieces`), the pieces' [pieces, B, R] and the ticket
@@ -900,7 +900,7 @@ def _summary_buffers(like: torch.Tensor, geo: _Geometry, n_groups: int) -> tuple
 
 
 def zeroed_buffer(like: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A buffer a kernel needs zeroed (flags, tickets and counters)."""
+    """A buffer a kernel needs zeroed (flags, carry words, tickets and counters)."""
     return like.new_zeros(shape, dtype=dtype)
 
 
