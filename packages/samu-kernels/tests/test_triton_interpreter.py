@@ -35,6 +35,7 @@ from samu_kernels.common.chunk import (
 )
 from samu_kernels.common.geometry import TILE_ENV, Tile, choose_tile
 from samu_kernels.common.launch import tma_loadable
+from samu_kernels.common.persistent import first_step, next_step, persistent_tile
 from samu_kernels.common.summaries import publish_carry, wait_for_carry
 
 SHAPE = (2, 37, 19)  # L not a multiple of any chunk, R not a multiple of any channel block
@@ -232,6 +233,46 @@ def test_carry_words_hold_every_value_and_their_flag(device: torch.device) -> No
         out.cpu().view(torch.int32)[:published], values.view(torch.int32)[:published]
     )
     assert not out.cpu()[published:].any()
+
+
+@triton.jit
+def _persistent_steps_kernel(OUT, steps, tiles_per_piece, n_blocks, n_pieces,
+                             BACKWARD: tl.constexpr):  # fmt: skip
+    block, rank, within, blocks_on, ranks_on = first_step(n_blocks)
+    row = OUT + tl.program_id(0) * steps * 3
+    for step in range(steps):
+        piece, tile = persistent_tile(rank, within, tiles_per_piece, n_pieces, BACKWARD)
+        tl.store(row + step * 3, block)
+        tl.store(row + step * 3 + 1, piece)
+        tl.store(row + step * 3 + 2, tile)
+        block, rank, within = next_step(
+            block, rank, within, tiles_per_piece, n_blocks, blocks_on, ranks_on
+        )
+
+
+@pytest.mark.parametrize("backward", [False, True])
+@pytest.mark.parametrize(("programs", "n_blocks"), [(3, 7), (4, 4), (9, 4), (1, 5)])
+def test_persistent_counters_follow_the_piece_major_order(
+    programs: int, n_blocks: int, backward: bool, device: torch.device
+) -> None:
+    # The persistent loop's counters (no division per step) visit, step by step, what the
+    # order defines: program p's j-th item is p + j * programs, piece-major (block fastest),
+    # the backward's pieces from the last and its tiles from each piece's last.
+    n_pieces, tiles_per_piece = 3, 2
+    steps = -(-n_pieces * n_blocks // programs) * tiles_per_piece
+    out = torch.full((programs, steps, 3), -1, dtype=torch.int32, device=device)
+    _persistent_steps_kernel[(programs,)](
+        out, steps, tiles_per_piece, n_blocks, n_pieces, BACKWARD=backward
+    )
+    for p in range(programs):
+        for step in range(steps):
+            item = p + step // tiles_per_piece * programs
+            within = step % tiles_per_piece
+            rank, block = divmod(item, n_blocks)
+            piece = n_pieces - 1 - rank if backward else rank
+            last = tiles_per_piece - 1
+            tile = piece * tiles_per_piece + (last - within if backward else within)
+            assert out[p, step].tolist() == [block, piece, tile], (p, step)
 
 
 CHAINED = "block_r=16,chunks=2,chained=1,lookback=0"

@@ -455,9 +455,10 @@ def persistent_pieces(
     running its pieces' tiles as one pipelined loop, ``persistent.py``), with the
     TMA_STAGES_ALONE tiles in flight of programs alone on their SMs where the tiles come
     through the TMA. None where the grid is already even. Not the heuristic's: on an H100
-    (2026-12-07, docs/performance.md, "Persistent block pieces timed") it took 1.08-1.09x
-    the whole-block programs' time on the medium reference shape (each piece's handover
-    still costs ~6 us); the ``--sweep`` grid holds it."""
+    (2026-12-07, docs/performance.md, "The persistent loop's counters") it took 0.995-0.999x
+    the whole-block programs' time on the medium reference shape, level with them and not
+    worth programs that must all be resident (each piece still costs ~3 us without
+    waiting); the ``--sweep`` grid holds it."""
     pieces = block_pieces(base, batch, width, chunk, multiprocessors=multiprocessors)
     if pieces is None:
         return None
