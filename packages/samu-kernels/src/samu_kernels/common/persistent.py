@@ -15,13 +15,13 @@ Each program's tile loop runs over all its pieces' tiles at once (it carries eac
 block, rank and place in its piece as counters, ``next_step``), so the Tensor Memory
 Accelerator's pipeline (``tl.range(num_stages=TILE_STAGES)``) issues the next piece's first
 tiles while the current piece's last ones are computed instead of filling again at every
-piece. The next
-piece's block constants are loaded at a piece's last tile, and the carry is awaited only where
-the tile's join needs it (after its gates and segment steps); at its last tile the state
-(or gradient) leaving it is published for the next piece, and the backward's parameter
-partials go to their piece's row, summed once the loop is over (``chunk.finish_partials``
-for each of the program's pieces). Every state and gradient is the whole-block programs',
-bit for bit; the parameter gradients sum one partial row per piece.
+piece. The next piece's block constants are loaded at a piece's last tile, and the carry is
+awaited only where the tile's join needs it (after its gates and segment steps); at its
+last tile the state (or gradient) leaving it is published for the next piece, and the
+backward's parameter partials go to their piece's row, summed once the loop is over
+(``chunk.finish_partials`` for each of the program's pieces). Every state and gradient is
+the whole-block programs', bit for bit; the parameter gradients sum one partial row per
+piece.
 
 Triton pipelines no loop that holds another loop or a ``tl.debug_barrier``; the carry's wait
 is inline assembly (``summaries.wait_for_carry``), and its publication one relaxed exchange
@@ -71,10 +71,10 @@ def first_step(n_blocks):
 @triton.jit
 def next_step(block, rank, within, tiles_per_piece, n_blocks, blocks_on, ranks_on):
     """(block, rank, within) of the step after this one: the piece's next tile, or after its
-    last the first tile of the program's next item, num_programs items on. No division: the
-    loop carries these counters (two runtime divisions per step cost ~70 SASS instructions
-    a tile), and selects, not branches, update them (a branch here moved the tile loads'
-    issue to the loop's top: 2.8x slower on an H100, Triton 3.6)."""
+    last the first tile of the program's next item, num_programs items on. The loop carries
+    these counters instead of dividing the step number twice (the divisions took ~35 SASS
+    instructions a tile more), and selects, not branches, update them (a branch here moved
+    the tile loads' issue to the loop's top: 2.8x slower on an H100, Triton 3.6)."""
     wrap = within == tiles_per_piece - 1
     within = tl.where(wrap, 0, within + 1)
     block = tl.where(wrap, block + blocks_on, block)
