@@ -12,21 +12,19 @@ the grid has room). The sequential backends' time-split programs (``split.py``) 
 half the warps on the same tile, the forward alone with twice the warps (``fwd_split``: its
 registers, under half the backward's, leave room for them; where its tiles still fit one
 Tensor Memory Accelerator box) or, where the heuristic gives it that, with the backward's,
-tiles twice and half as long
-at the same elements per thread, a tile half as long on the same warps (half the elements
-per thread: the SAMU
-backward's 242 registers at 16 become 155 at 8, three programs per SM instead of two),
-twice and half the channels with the tile length that keeps them, one program per SM where
-16-channel programs would load some SMs twice (``geometry.one_program_per_sm``: programs
-owning fewer channels than their lanes; for RG-LRU's fused gates, whose heuristic that is,
-the 16-channel programs, the neighbours cut from them; ``geometry.balanced_programs``:
-one program per SM scanning a share of the blocks' tiles; ``geometry.block_pieces``: the
-same warps on every block cut into pieces at the same tiles; and ``geometry.persistent_pieces``:
-those pieces taken round-robin by one persistent program per SM), and the one-warp row walk
-they replace
-(``split=0``). ``chunks_per_program`` is a runtime argument (no
-recompilation); the other knobs each compile new kernels. The hierarchical grid also holds
-the heuristic's other channels-per-thread choice (``light_passes``).
+tiles twice and half as long at the same elements per thread, a tile half as long on the
+same warps (half the elements per thread: the SAMU backward's 242 registers at 16 become
+155 at 8, three programs per SM instead of two), twice and half the channels with the tile
+length that keeps them, one program per SM where 16-channel programs would load some SMs
+twice (``geometry.one_program_per_sm``: programs owning fewer channels than their lanes;
+for RG-LRU's fused gates, whose heuristic that is, the 16-channel programs, the neighbours
+cut from them; ``geometry.balanced_programs``: one program per SM scanning a share of the
+blocks' tiles; ``geometry.block_pieces``: the same warps on every block cut into pieces at
+the same tiles; and ``geometry.persistent_pieces``: those pieces taken round-robin by one
+persistent program per SM), and the one-warp row walk they replace (``split=0``).
+``chunks_per_program`` is a runtime argument (no recompilation); the other knobs each
+compile new kernels. The hierarchical grid also holds the heuristic's other
+channels-per-thread choice (``light_passes``).
 """
 
 from __future__ import annotations

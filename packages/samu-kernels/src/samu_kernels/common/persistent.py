@@ -69,6 +69,16 @@ def first_step(n_blocks):
 
 
 @triton.jit
+def block_after(block, blocks_on, n_blocks):
+    """(the block of the item num_programs items after one of block ``block``, whether that
+    item is a rank further on than ``ranks_on`` alone gives): ``blocks_on`` is num_programs %
+    n_blocks (:func:`first_step`), so no division."""
+    after = block + blocks_on
+    past = after >= n_blocks
+    return tl.where(past, after - n_blocks, after), past
+
+
+@triton.jit
 def next_step(block, rank, within, tiles_per_piece, n_blocks, blocks_on, ranks_on):
     """(block, rank, within) of the step after this one: the piece's next tile, or after its
     last the first tile of the program's next item, num_programs items on. The loop carries
@@ -76,11 +86,10 @@ def next_step(block, rank, within, tiles_per_piece, n_blocks, blocks_on, ranks_o
     instructions a tile more), and selects, not branches, update them (a branch here moved
     the tile loads' issue to the loop's top: 2.8x slower on an H100, Triton 3.6)."""
     wrap = within == tiles_per_piece - 1
-    within = tl.where(wrap, 0, within + 1)
-    block = tl.where(wrap, block + blocks_on, block)
-    rank = tl.where(wrap, rank + ranks_on, rank)
-    past = block >= n_blocks
-    return tl.where(past, block - n_blocks, block), tl.where(past, rank + 1, rank), within
+    after, past = block_after(block, blocks_on, n_blocks)
+    block = tl.where(wrap, after, block)
+    rank = tl.where(wrap, rank + ranks_on + past.to(tl.int32), rank)
+    return block, rank, tl.where(wrap, 0, within + 1)
 
 
 @triton.jit
@@ -143,9 +152,9 @@ def block_constants(block, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.conste
 
 
 @triton.jit
-def next_constants(constants, upcoming, block, step, within, tiles_per_piece, n_blocks, CHANNEL,
-                   SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr, CHANNELS: tl.constexpr,
-                   SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
+def next_constants(constants, upcoming, block, step, within, tiles_per_piece, n_blocks,
+                   blocks_on, CHANNEL, SCALARS, R: tl.constexpr, BLOCK_R: tl.constexpr,
+                   CHANNELS: tl.constexpr, SEGMENTS: tl.constexpr, GATE_MODE: tl.constexpr,
                    OUT_MODE: tl.constexpr):  # fmt: skip
     """(the constants of step ``step``'s block, those of the program's next piece's block):
     ``upcoming`` becomes the constants at a piece's first step, and at its last the next
@@ -155,7 +164,7 @@ def next_constants(constants, upcoming, block, step, within, tiles_per_piece, n_
         constants = upcoming
     if within == tiles_per_piece - 1:
         upcoming = block_constants(
-            (block + tl.num_programs(0)) % n_blocks, CHANNEL, SCALARS, R, BLOCK_R, CHANNELS,
+            block_after(block, blocks_on, n_blocks)[0], CHANNEL, SCALARS, R, BLOCK_R, CHANNELS,
             SEGMENTS, GATE_MODE, OUT_MODE,
         )  # fmt: skip
     return constants, upcoming
@@ -200,8 +209,8 @@ def forward_persistent_kernel(
             DESCRIBED, False,
         )  # fmt: skip
         constants, upcoming = next_constants(
-            constants, upcoming, block, step, within, tiles_per_piece, n_blocks, CHANNEL,
-            SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE,
+            constants, upcoming, block, step, within, tiles_per_piece, n_blocks, blocks_on,
+            CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE,
         )  # fmt: skip
         decay_scale, _a_param_factor, w_a, w_x, b_a, b_x, skip, _channel_decay_scale = constants
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
@@ -265,8 +274,8 @@ def backward_persistent_kernel(
             FULL_TILES, DESCRIBED, True,
         )  # fmt: skip
         constants, upcoming = next_constants(
-            constants, upcoming, block, step, within, tiles_per_piece, n_blocks, CHANNEL,
-            SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE,
+            constants, upcoming, block, step, within, tiles_per_piece, n_blocks, blocks_on,
+            CHANNEL, SCALARS, R, BLOCK_R, CHANNELS, SEGMENTS, GATE_MODE, OUT_MODE,
         )  # fmt: skip
         decay_scale, a_param_factor, w_a, w_x, b_a, b_x, skip, channel_decay_scale = constants
         starts = segment_starts(tile, TILE, S, SEGMENTS, BLOCK_R)
