@@ -432,17 +432,30 @@ def test_compare_tiles_times_every_geometry_and_restores_the_tile_variable(
 
 
 def test_strip_probe_times_each_probe_and_writes_the_product() -> None:
-    from samu_kernels.strip_probe import StripProbe, stream_strips, time_probes  # noqa: PLC0415
+    from samu_kernels.strip_probe import (  # noqa: PLC0415
+        StripProbe,
+        stream_schedule,
+        stream_strips,
+        time_probes,
+    )
+    from samu_kernels.strip_probe.schedules import Schedule, piece_major  # noqa: PLC0415
 
-    probes = [StripProbe("t", 40, 16, 64, 3, 4), StripProbe("t", 40, 16, 64, 3, 4, 0, True)]
+    described = torch.cuda.get_device_capability(CUDA)[0] >= 9
+    schedule = Schedule("t", piece_major(40, 4, 4, 33), 640, 16, 256, 4, 8, described)
+    scattered = StripProbe("t", 40, 16, 64, 3, 4, 0, True)
+    probes: list[StripProbe | Schedule] = [StripProbe("t", 40, 16, 64, 3, 4), scattered, schedule]
     timings = time_probes(probes, CUDA, 1024, rounds=2)
     assert [timing.probe for timing in timings] == probes
     assert all(len(t.rounds_ms) == 2 and t.median_ms > 0 and t.gbps > 0 for t in timings)
     x = torch.randn(1024, 640, device=CUDA, dtype=torch.bfloat16)
     y = torch.randn_like(x)
+    product = (x.float() * y.float()).to(torch.bfloat16)
     out = torch.full_like(x, float("nan"))
-    stream_strips(probes[1], x, y, out)
-    torch.testing.assert_close(out, (x.float() * y.float()).to(torch.bfloat16), rtol=0, atol=0)
+    stream_strips(scattered, x, y, out)
+    torch.testing.assert_close(out, product, rtol=0, atol=0)
+    out = torch.full_like(x, float("nan"))
+    stream_schedule(schedule, x, y, out)
+    torch.testing.assert_close(out, product, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("shape", [(1, 512, 64), (3, 300, 80)])

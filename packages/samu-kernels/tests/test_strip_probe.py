@@ -1,6 +1,6 @@
-"""The strip probe: its kernel writes every element of the product at every phase (under the
-interpreter on CPU), its probe lists and its refusals (the timing needs a GPU:
-``test_gpu.py``)."""
+"""The strip probe: its kernels write every element of the product at every phase and every
+tile of a schedule's segments (under the interpreter on CPU), its probe lists and its
+refusals (the timing needs a GPU: ``test_gpu.py``)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,34 @@ import pytest
 import torch
 
 from samu_kernels.strip_probe import (
+    MEDIUM_LENGTH,
     MEDIUM_WIDTH,
     StripProbe,
     grid_probes,
     main,
     phase_probes,
     probe_bytes,
+    stream_schedule,
     stream_strips,
 )
+from samu_kernels.strip_probe.schedules import (
+    ProgramSegments,
+    Schedule,
+    inserted_pieces,
+    piece_major,
+    schedule_probes,
+    shifted_strips,
+    whole_strips,
+)
+
+SMALL_ORDERS = {
+    "whole strips": whole_strips(range(5), 4),
+    "a subset": whole_strips(range(3), 4),
+    "piece-major": piece_major(5, 4, 3, 3),
+    "inserted pieces": inserted_pieces(5, 4, 3),
+    "shifted": shifted_strips(3, 4, 1, 1),
+}
+"""Orders of 5 strips of 4 tiles on 3 programs (piece-major: 3 pieces, the last shorter)."""
 
 
 @pytest.mark.parametrize(
@@ -38,6 +58,86 @@ def test_every_phase_writes_the_whole_product(probe: StripProbe, device: torch.d
     out = torch.full_like(x, float("nan"))
     stream_strips(probe, x, y, out)
     torch.testing.assert_close(out, x * y, rtol=0, atol=0)
+
+
+def _covered(order: tuple[ProgramSegments, ...]) -> list[tuple[int, int]]:
+    return [
+        (strip, tile)
+        for program in order
+        for strip, first, tiles in program
+        for tile in range(first, first + tiles)
+    ]
+
+
+@pytest.mark.parametrize("described", [False, True], ids=["pointers", "TMA"])
+@pytest.mark.parametrize("name", list(SMALL_ORDERS))
+def test_every_schedule_writes_its_tiles_of_the_product(
+    name: str, described: bool, device: torch.device
+) -> None:
+    schedule = Schedule(name, SMALL_ORDERS[name], 80, 16, 16, 2, 1, described)
+    x = torch.randn(64, 80, device=device)
+    y = torch.randn_like(x)
+    out = torch.full_like(x, float("nan"))
+    stream_schedule(schedule, x, y, out)
+    expected = torch.full_like(x, float("nan"))
+    for strip, tile in _covered(schedule.segments):
+        rows, lanes = slice(16 * tile, 16 * tile + 16), slice(16 * strip, 16 * strip + 16)
+        expected[rows, lanes] = x[rows, lanes] * y[rows, lanes]
+    torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
+
+
+def test_the_schedules_stream_every_tile_of_the_medium_shape_once() -> None:
+    schedules = schedule_probes(132, MEDIUM_LENGTH, MEDIUM_WIDTH, described=True)
+    for schedule in schedules:
+        covered = _covered(schedule.segments)
+        n_tiles = MEDIUM_LENGTH // schedule.tile_rows
+        assert len(set(covered)) == len(covered) == schedule.tiles
+        strips = 132 if "one per SM" in schedule.name else 160
+        assert schedule.tiles == strips * n_tiles, schedule.name
+        assert schedule.programs == strips if "whole" in schedule.name else 132
+    busiest = {(s.name, s.tile_rows): s.busiest_tiles * s.tile_rows for s in schedules}
+    # Pieces even the SMs out: 1.25 strips' rows on the busiest program, against 2.
+    assert busiest["piece-major, 4 pieces", 256] == busiest["inserted pieces", 256] == 10240
+    assert busiest["160 whole strips", 128] == MEDIUM_LENGTH
+    assert {(s.tile_rows, s.described) for s in schedules} == {(128, False), (256, True)}
+    assert all(not s.described for s in schedule_probes(132, 8192, 2560, described=False))
+
+
+def test_inserted_pieces_follow_each_other_in_time() -> None:
+    order = inserted_pieces(160, 32, 132)
+    pieces: dict[int, list[tuple[int, int, int]]] = {}
+    for program in order:
+        own_first = program[0][1] + program[0][2] if len(program) == 3 else 0
+        extra = program[1] if len(program) == 3 else program[0]
+        pieces.setdefault(extra[0], []).append((extra[1], extra[2], own_first))
+    for strip_pieces in pieces.values():
+        strip_pieces.sort()
+        # Each piece starts at its own first tile's time, so it follows the one before it.
+        assert all(start == when for start, _tiles, when in strip_pieces)
+        assert sum(tiles for _start, tiles, _when in strip_pieces) == 32
+
+
+def test_inserted_pieces_need_more_strips_than_programs_and_at_most_twice_as_many() -> None:
+    for strips in (3, 7):
+        with pytest.raises(ValueError, match="n_strips: expected more strips than programs"):
+            inserted_pieces(strips, 4, 3)
+
+
+def test_a_schedule_past_the_planes_or_without_the_accelerator_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from samu_kernels import strip_probe  # noqa: PLC0415
+
+    x = torch.zeros(32, 80)
+    past = Schedule("past", whole_strips(range(5), 4), 80, 16, 16, 2, 1, False)
+    with pytest.raises(
+        ValueError, match=r"x: the schedule 'past' streams 4 tiles of 16 rows, x has 2"
+    ):
+        stream_schedule(past, x, x, x)
+    monkeypatch.setattr(strip_probe, "tma_device", lambda device: False)
+    boxes = Schedule("boxes", whole_strips(range(5), 2), 80, 16, 16, 2, 1, True)
+    with pytest.raises(ValueError, match="schedule: 'boxes' loads through the Tensor Memory"):
+        stream_schedule(boxes, x, x, x)
 
 
 def test_planes_of_another_width_or_a_partial_tile_are_refused() -> None:
@@ -78,6 +178,8 @@ def test_the_grid_table_holds_one_and_two_programs_per_sm_in_step_and_scattered(
 
 def test_bytes_count_two_planes_read_and_one_written() -> None:
     assert probe_bytes(StripProbe("t", 160, 16, 64, 3, 4), 8192) == 3 * 8192 * 2560 * 2
+    subset = Schedule("t", whole_strips(range(3), 4), 80, 16, 16, 2, 1, False)
+    assert probe_bytes(subset, 64) == 3 * (3 * 4) * 16 * 16 * 2
 
 
 def _refusal(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
@@ -93,6 +195,7 @@ def _refusal(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
         (["--length", "1000"], "--length must be a positive multiple of 256, got 1000"),
         (["--length", "0"], "--length must be a positive multiple of 256"),
         (["--rounds", "1"], "--rounds must be at least 2"),
+        (["--table", "rows"], "--table: invalid choice: 'rows'"),
         (["--out", "/nonexistent/strips.json"], "folder /nonexistent does not exist"),
     ],
 )
