@@ -31,13 +31,13 @@ from samu_kernels.strip_probe.schedules import (
 )
 
 SMALL_ORDERS = {
-    "whole strips": whole_strips(range(5), 4),
-    "a subset": whole_strips(range(3), 4),
-    "piece-major": piece_major(5, 4, 3, 3),
-    "inserted pieces": inserted_pieces(5, 4, 3),
-    "shifted": shifted_strips(3, 4, 1, 1),
+    "whole strips": whole_strips(range(5), 5),
+    "a subset": whole_strips(range(3), 5),
+    "piece-major": piece_major(5, 5, 2, 3),
+    "inserted pieces": inserted_pieces(5, 5, 3),
+    "shifted": shifted_strips(3, 5, 1, 2),
 }
-"""Orders of 5 strips of 4 tiles on 3 programs (piece-major: 3 pieces, the last shorter)."""
+"""Orders of 5 strips of 5 tiles on 3 programs (piece-major: 2 pieces, the second shorter)."""
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_every_schedule_writes_its_tiles_of_the_product(
     name: str, described: bool, device: torch.device
 ) -> None:
     schedule = Schedule(name, SMALL_ORDERS[name], 80, 16, 16, 2, 1, described)
-    x = torch.randn(64, 80, device=device)
+    x = torch.randn(80, 80, device=device)
     y = torch.randn_like(x)
     out = torch.full_like(x, float("nan"))
     stream_schedule(schedule, x, y, out)
@@ -86,6 +86,20 @@ def test_every_schedule_writes_its_tiles_of_the_product(
     torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
 
 
+def test_a_schedule_keeps_one_segment_table_per_device(device: torch.device) -> None:
+    # A CUDA graph captured over a launch replays it with that table's memory, and no host
+    # copy may run during a capture: the table is built on the first launch and kept.
+    from samu_kernels import strip_probe  # noqa: PLC0415
+
+    schedule = Schedule("kept", SMALL_ORDERS["piece-major"], 80, 16, 16, 2, 1, False)
+    x = torch.randn(80, 80, device=device)
+    stream_schedule(schedule, x, x, torch.empty_like(x))
+    table = strip_probe._device_segment_table(schedule, x.device)
+    stream_schedule(schedule, x, x, torch.empty_like(x))
+    assert strip_probe._device_segment_table(schedule, x.device) is table
+    assert table.tolist()[0] == [[0, 0, 3], [3, 0, 3], [1, 3, 2], [4, 3, 2]]
+
+
 def test_the_schedules_stream_every_tile_of_the_medium_shape_once() -> None:
     schedules = schedule_probes(132, MEDIUM_LENGTH, MEDIUM_WIDTH, described=True)
     for schedule in schedules:
@@ -94,7 +108,7 @@ def test_the_schedules_stream_every_tile_of_the_medium_shape_once() -> None:
         assert len(set(covered)) == len(covered) == schedule.tiles
         strips = 132 if "one per SM" in schedule.name else 160
         assert schedule.tiles == strips * n_tiles, schedule.name
-        assert schedule.programs == strips if "whole" in schedule.name else 132
+        assert schedule.programs == (strips if "whole" in schedule.name else 132)
     busiest = {(s.name, s.tile_rows): s.busiest_tiles * s.tile_rows for s in schedules}
     # Pieces even the SMs out: 1.25 strips' rows on the busiest program, against 2.
     assert busiest["piece-major, 4 pieces", 256] == busiest["inserted pieces", 256] == 10240

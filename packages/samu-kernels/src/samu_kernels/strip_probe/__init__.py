@@ -35,6 +35,7 @@ import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -163,6 +164,14 @@ def stream_strips(probe: StripProbe, x: torch.Tensor, y: torch.Tensor, out: torc
     )  # fmt: skip
 
 
+@lru_cache(maxsize=64)
+def _device_segment_table(schedule: Schedule, device: torch.device) -> torch.Tensor:
+    """:func:`schedules.segment_table` on ``device``, built once: a CUDA graph captured over
+    the launch replays it with this table's memory, and no host copy may run while one is
+    being captured."""
+    return segment_table(schedule, device)
+
+
 def stream_schedule(
     schedule: Schedule, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor
 ) -> None:
@@ -189,7 +198,7 @@ def stream_schedule(
     boxes = [schedule.tile_rows, schedule.channels]
     x_boxes = TensorDescriptor.from_tensor(x, boxes) if schedule.described else x
     y_boxes = TensorDescriptor.from_tensor(y, boxes) if schedule.described else y
-    table = segment_table(schedule, x.device)
+    table = _device_segment_table(schedule, x.device)
     schedule_kernel[(schedule.programs,)](
         x, y, out, x_boxes, y_boxes, table, schedule.width, schedule.channels,
         schedule.tile_rows, table.shape[1], schedule.stages, schedule.described,
