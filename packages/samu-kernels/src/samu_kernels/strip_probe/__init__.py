@@ -291,6 +291,7 @@ def _record(timing: ProbeTiming) -> dict[str, Any]:
     if isinstance(probe, Schedule):
         described = {key: value for key, value in asdict(probe).items() if key != "segments"}
         layout = {
+            "table": probe.table,
             "programs": probe.programs,
             "tiles": probe.tiles,
             "busiest_tiles": probe.busiest_tiles,

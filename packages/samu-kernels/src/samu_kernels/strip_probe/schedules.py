@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -52,7 +53,7 @@ class Schedule:
     stages: int
     warps: int
     described: bool
-    table: str = "schedules"
+    table: ClassVar[str] = "schedules"
 
     @property
     def programs(self) -> int:
