@@ -15,7 +15,7 @@ benchmark)::
         python scripts/profile_scan_steps.py --arch samu --shape state2560_medium
 
 (docs/performance.md, "What the persistent pieces wait on, and what bounds the medium
-shape", ran it so.)
+shape", profiled the same steps so.)
 """
 
 from __future__ import annotations
