@@ -454,11 +454,12 @@ def persistent_pieces(
     (``Tile.programs`` with ``Tile.pieces``: the programs take the pieces round-robin, each
     running its pieces' tiles as one pipelined loop, ``persistent.py``), with the
     TMA_STAGES_ALONE tiles in flight of programs alone on their SMs where the tiles come
-    through the TMA. None where the grid is already even. Not the heuristic's: on an H100
-    (2026-12-07, docs/performance.md, "The persistent loop's counters") it took 0.995-0.999x
-    the whole-block programs' time on the medium reference shape, level with them and not
-    worth programs that must all be resident (each piece still costs ~3 us without
-    waiting); the ``--sweep`` grid holds it."""
+    through the TMA. None where the grid is already even. Not the heuristic's: on the medium
+    reference shape it took 0.973x the whole-block programs' time on an H200 and 0.980-0.999x
+    on an H100 (2026-12-07, docs/performance.md, "What the persistent pieces wait on, and
+    what bounds the medium shape"), not worth programs that must all be resident, whose
+    waits on each other could stall a GPU shared with other kernels; the ``--sweep`` grid
+    holds it."""
     pieces = block_pieces(base, batch, width, chunk, multiprocessors=multiprocessors)
     if pieces is None:
         return None

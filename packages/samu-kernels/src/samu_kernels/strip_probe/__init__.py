@@ -184,11 +184,10 @@ def stream_schedule(
         ValueError: naming the tensor or the schedule that breaks one of these."""
     _refuse_bad_planes(schedule.width, schedule.tile_rows, x, y, out)
     n_tiles = x.shape[0] // schedule.tile_rows
-    reach = max(first + tiles for program in schedule.segments for _s, first, tiles in program)
-    if reach > n_tiles:
+    if schedule.reach > n_tiles:
         raise ValueError(
-            f"x: the schedule {schedule.name!r} streams {reach} tiles of {schedule.tile_rows} "
-            f"rows, x has {n_tiles}"
+            f"x: the schedule {schedule.name!r} streams {schedule.reach} tiles of "
+            f"{schedule.tile_rows} rows, x has {n_tiles}"
         )
     if schedule.described and not tma_device(x.device):
         raise ValueError(
@@ -289,14 +288,14 @@ def _record(timing: ProbeTiming) -> dict[str, Any]:
     """A timing as the result file holds it (a schedule's segments as its tile counts)."""
     probe = timing.probe
     if isinstance(probe, Schedule):
-        described = {key: value for key, value in asdict(probe).items() if key != "segments"}
+        settings = {key: value for key, value in asdict(probe).items() if key != "segments"}
         layout = {
             "table": probe.table,
             "programs": probe.programs,
             "tiles": probe.tiles,
             "busiest_tiles": probe.busiest_tiles,
         }
-        return {**asdict(timing), "probe": {**described, **layout}}
+        return {**asdict(timing), "probe": {**settings, **layout}}
     return {**asdict(timing), "phase": probe.phase, "width": probe.width}
 
 

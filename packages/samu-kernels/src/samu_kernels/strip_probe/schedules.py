@@ -70,6 +70,11 @@ class Schedule:
         return max(sum(tiles for _strip, _first, tiles in program) for program in self.segments)
 
     @property
+    def reach(self) -> int:
+        """Tiles the planes need: one past the last tile any segment streams."""
+        return max(first + tiles for program in self.segments for _strip, first, tiles in program)
+
+    @property
     def loads(self) -> str:
         return "TMA" if self.described else "pointers"
 
