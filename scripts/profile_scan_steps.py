@@ -15,7 +15,10 @@ benchmark)::
         python scripts/profile_scan_steps.py --arch samu --shape state2560_medium
 
 (docs/performance.md, "What the persistent pieces wait on, and what bounds the medium
-shape", profiled the same steps so.)
+shape", profiled the same steps so.) ``--peer accelerated_scan.scalar`` (or another of the
+benchmark's peer rows, ``benchmark_steps.peer_steps``, where installed) runs that public
+scan's step on the same shape instead, for the side-by-side profile of "The decay's
+exponential on the FMA pipe".
 """
 
 from __future__ import annotations
@@ -27,15 +30,14 @@ from collections.abc import Sequence
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
-from samu_kernels.benchmark_steps import scan_step
+from samu_kernels.benchmark_steps import Step, peer_steps, scan_step
 from samu_kernels.compare_tiles import parse_shape
 from samu_kernels.controllers import default_controller
 
 
-def run_steps(architecture: str, shape: tuple[int, int, int], backend: str, steps: int) -> None:
-    """``steps`` forward + backward steps of the ``architecture`` scan with ``backend`` on
-    bf16 [B, L, R] inputs of ``shape`` on the current CUDA device, then a synchronisation."""
-    step, leaves = scan_step(architecture, shape, backend, torch.device("cuda"))
+def run_steps(step: Step, leaves: list[torch.Tensor], steps: int) -> None:
+    """``steps`` runs of the forward + backward ``step`` (its ``leaves``' gradients cleared
+    before each), then a synchronisation."""
     for _ in range(steps):
         for leaf in leaves:
             leaf.grad = None
@@ -45,7 +47,10 @@ def run_steps(architecture: str, shape: tuple[int, int, int], backend: str, step
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", required=True, choices=sorted(DEFAULT_BACKENDS))
+    parser.add_argument("--arch", choices=sorted(DEFAULT_BACKENDS), help="our scan to run")
+    parser.add_argument(
+        "--peer", help="a public scan to run instead of ours (accelerated_scan.scalar, ...)"
+    )
     parser.add_argument(
         "--shape", required=True, help="B,L,R or a reference case name (state2560_medium)"
     )
@@ -54,10 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--steps", type=int, default=6, help="forward + backward steps (default 6, at least 1)"
     )
     args = parser.parse_args(argv)
+    if (args.arch is None) == (args.peer is None):
+        parser.error("give one of --arch (our scan) and --peer (a public one)")
+    if args.peer is not None and args.backend is not None:
+        parser.error("--backend names one of our backends; it does not go with --peer")
     try:
         shape = parse_shape(args.shape)
-        backend = args.backend or DEFAULT_BACKENDS[args.arch]
-        check_backend(args.arch, backend, default_controller(args.arch))
+        if args.arch is not None:
+            backend = args.backend or DEFAULT_BACKENDS[args.arch]
+            check_backend(args.arch, backend, default_controller(args.arch))
     except ValueError as error:
         parser.error(str(error))
     if args.steps < 1:
@@ -65,8 +75,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("error: profile_scan_steps needs a CUDA GPU", file=sys.stderr)
         return 2
-    run_steps(args.arch, shape, backend, args.steps)
-    print(f"{args.steps} steps of {args.arch} {backend} on {list(shape)}")
+    device = torch.device("cuda")
+    if args.peer is None:
+        step, leaves = scan_step(args.arch, shape, backend, device)
+        name = f"{args.arch} {backend}"
+    else:
+        peers = peer_steps(shape, device)
+        if args.peer not in peers:
+            print(
+                f"error: --peer {args.peer!r} is not an installed peer; installed: "
+                f"{sorted(peers) or 'none (pip install accelerated-scan / fla-core)'}",
+                file=sys.stderr,
+            )
+            return 2
+        step, leaves = peers[args.peer]
+        name = args.peer
+    run_steps(step, leaves, args.steps)
+    print(f"{args.steps} steps of {name} on {list(shape)}")
     return 0
 
 
