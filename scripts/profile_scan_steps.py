@@ -17,8 +17,8 @@ benchmark)::
 (docs/performance.md, "What the persistent pieces wait on, and what bounds the medium
 shape", profiled the same steps so.) ``--peer accelerated_scan.scalar`` (or another of the
 benchmark's peer rows, ``benchmark_steps.peer_steps``, where installed) runs that public
-scan's step on the same shape instead, for the side-by-side profile of "The decay's
-exponential on the FMA pipe".
+scan's step on the same shape instead (its kernels: ``regex:(forward|backward)_scan``), for
+the side-by-side profile of "The decay's exponential on the FMA pipe".
 """
 
 from __future__ import annotations
