@@ -432,6 +432,7 @@ def test_compare_tiles_times_every_geometry_and_restores_the_tile_variable(
 
 
 def test_strip_probe_times_each_probe_and_writes_the_product() -> None:
+    from samu_kernels.common.launch import tma_device  # noqa: PLC0415
     from samu_kernels.strip_probe import (  # noqa: PLC0415
         StripProbe,
         stream_schedule,
@@ -440,7 +441,7 @@ def test_strip_probe_times_each_probe_and_writes_the_product() -> None:
     )
     from samu_kernels.strip_probe.schedules import Schedule, piece_major  # noqa: PLC0415
 
-    described = torch.cuda.get_device_capability(CUDA)[0] >= 9
+    described = tma_device(CUDA)
     schedule = Schedule("t", piece_major(40, 4, 4, 33), 640, 16, 256, 4, 8, described)
     scattered = StripProbe("t", 40, 16, 64, 3, 4, 0, True)
     probes: list[StripProbe | Schedule] = [StripProbe("t", 40, 16, 64, 3, 4), scattered, schedule]

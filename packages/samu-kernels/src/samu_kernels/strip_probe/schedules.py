@@ -76,6 +76,7 @@ class Schedule:
 
     @property
     def loads(self) -> str:
+        """How the tiles are loaded, as the table prints it."""
         return "TMA" if self.described else "pointers"
 
 
