@@ -15,13 +15,16 @@ Each program's tile loop runs over all its pieces' tiles at once (it carries eac
 block, rank and place in its piece as counters, ``next_step``), so the Tensor Memory
 Accelerator's pipeline (``tl.range(num_stages=TILE_STAGES)``) issues the next piece's first
 tiles while the current piece's last ones are computed instead of filling again at every
-piece. The next piece's block constants are loaded at a piece's last tile, and the carry is
-awaited only where the tile's join needs it (after its gates and segment steps); at its
-last tile the state (or gradient) leaving it is published for the next piece, and the
-backward's parameter partials go to their piece's row, summed once the loop is over
-(``chunk.finish_partials`` for each of the program's pieces). Every state and gradient is
-the whole-block programs', bit for bit; the parameter gradients sum one partial row per
-piece.
+piece. (Each piece scanned by the whole-block tile loop instead, whose tiles compile to the
+whole-block code, was 5 % slower on the medium reference shape, H100, 2026-12-07: a piece
+then cost ~2 us of pipeline fill and carry wait in the forward against ~0.9 us here;
+docs/performance.md, "Persistent pieces through the whole-block tile loop".) The next
+piece's block constants are loaded at a piece's last tile, and the carry is awaited only
+where the tile's join needs it (after its gates and segment steps); at its last tile the
+state (or gradient) leaving it is published for the next piece, and the backward's parameter
+partials go to their piece's row, summed once the loop is over (``chunk.finish_partials``
+for each of the program's pieces). Every state and gradient is the whole-block programs',
+bit for bit; the parameter gradients sum one partial row per piece.
 
 Triton pipelines no loop that holds another loop or a ``tl.debug_barrier``; the carry's wait
 is inline assembly (``summaries.wait_for_carry``), and its publication one relaxed exchange
