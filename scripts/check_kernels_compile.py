@@ -13,7 +13,7 @@ for SAMU, every controller).
 Usage::
 
     uv run --frozen python scripts/check_kernels_compile.py [--backend NAME ...] [--stats]
-        [--shape B,L,R] [--loads pointers|descriptors]
+        [--shape B,L,R] [--loads pointers|descriptors] [--channels-first]
 
 ``--stats`` also prints, per kernel, its registers per thread (cuobjdump), its shared memory
 per block and its SASS instruction mix (Triton's ``get_sass``): every instruction, those of
@@ -23,7 +23,9 @@ docs/kernels.md's instruction floor. ``--shape`` compiles at another problem siz
 2,40,24); with ``SAMU_KERNELS_TILE`` that reproduces a GPU geometry. ``--loads descriptors``
 compiles the time-split kernels with their tiles through the Tensor Memory Accelerator
 (``tma`` = ``geometry.TMA_STAGES`` added to the geometry unless ``SAMU_KERNELS_TILE`` names
-a depth, the CPU tensors taken for an sm_90 GPU's).
+a depth, the CPU tensors taken for an sm_90 GPU's). ``--channels-first`` gives the ops their
+sequences as [B, R, L] (``channels_first=True``), compiling the channels-first kernels
+(``SAMU_KERNELS_TIME_TILE`` sets their tile).
 
 The launch geometry is the heuristic's for the tiny problem; set ``SAMU_KERNELS_TILE``
 (e.g. ``block_r=128,warps=8,bwd_warps=8,stages=3``) to compile another one. Exit status 0
@@ -294,10 +296,18 @@ def intercept_launches(compiler: Compiler) -> None:
     JITFunction.run = run
 
 
-def exercise(backend: str, failures: list[str], shape: tuple[int, int, int] = SHAPE) -> None:
-    """Forward + backward of ``backend`` on a ``shape`` problem in every supported variant."""
+def exercise(
+    backend: str,
+    failures: list[str],
+    shape: tuple[int, int, int] = SHAPE,
+    *,
+    channels_first: bool = False,
+) -> None:
+    """Forward + backward of ``backend`` on a ``shape`` [B, L, R] problem in every supported
+    variant (with ``channels_first``, its sequences given as [B, R, L])."""
     spec = samu_kernels.parse_backend(backend)
     batch, length, width = shape
+    sequence_shape = (batch, width, length) if channels_first else shape
     if spec.fused:
         architectures = ["rglru"]
     elif spec.fused_output:
@@ -310,13 +320,14 @@ def exercise(backend: str, failures: list[str], shape: tuple[int, int, int] = SH
         h0 = torch.randn(batch, width, requires_grad=True) if with_h0 else None
 
         def sequence(dtype: torch.dtype = dtype) -> torch.Tensor:
-            return torch.randn(shape, dtype=dtype, requires_grad=True)
+            return torch.randn(sequence_shape, dtype=dtype, requires_grad=True)
 
         try:
             if architecture == "rglru":
                 out = samu_kernels.rglru_scan(
                     sequence(), sequence(), sequence(), torch.randn(width, requires_grad=True),
                     sequence(), segment_pos=segment_pos, h0=h0, backend=backend,
+                    channels_first=channels_first,
                 )  # fmt: skip
                 torch.autograd.backward(out.output.float().sum())
                 continue
@@ -326,7 +337,7 @@ def exercise(backend: str, failures: list[str], shape: tuple[int, int, int] = SH
                 out = samu_kernels.samu_scan(
                     sequence(), sequence(), channels[0], channels[1], scalars[0], channels[2],
                     scalars[1], scalars[2], scalars[3], segment_pos=segment_pos, h0=h0,
-                    backend=backend, controller=controller,
+                    backend=backend, controller=controller, channels_first=channels_first,
                 )  # fmt: skip
                 torch.autograd.backward(out.output.float().sum())
         except Exception as error:  # a launcher error is reported, not fatal
@@ -371,6 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="how the time-split kernels load their tiles (default: pointers, as on a GPU "
         "without the Tensor Memory Accelerator; descriptors: as SAMU's default on sm_90)",
     )
+    parser.add_argument(
+        "--channels-first",
+        action="store_true",
+        help="give the ops [B, R, L] sequences (channels_first=True): the channels-first kernels",
+    )
     args = parser.parse_args(argv)
     if args.loads == "descriptors":
         asked = os.environ.get(TILE_ENV, "")
@@ -381,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compiler = Compiler(stats=args.stats)
     intercept_launches(compiler)
     for backend in args.backend or DEFAULT_BACKENDS:
-        exercise(backend, compiler.failures, args.shape)
+        exercise(backend, compiler.failures, args.shape, channels_first=args.channels_first)
     if compiler.stats:
         print(
             f"{'kernel':28} {'regs':>5} {'smem':>6} {'SASS':>6} {'LOOP':>5} {'MUFU':>5} {'LDG':>4} "

@@ -128,14 +128,24 @@ def run(
     *,
     float64: bool = False,
     final_state_in_loss: bool = True,
+    channels_first: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Forward + backward of loss = <output, grad_output> + <final_state, grad_final> (the
     second term left out without ``final_state_in_loss``: no gradient reaches the final
-    state); returns the output, the final state and the gradient of every input."""
+    state); returns the output, the final state and the gradient of every input.
+    ``channels_first``: the sequences go in as contiguous [B, R, L] copies; what comes back
+    is transposed to [B, L, R], so that it compares with a [B, L, R] run."""
+
+    def layout(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.transpose(1, 2) if channels_first and tensor.ndim == 3 else tensor
+
     inputs: dict[str, Any] = {
         name: None
         if tensor is None
-        else (tensor.double() if float64 else tensor).detach().clone().requires_grad_(True)
+        else layout(tensor.double() if float64 else tensor)
+        .detach()
+        .contiguous()
+        .requires_grad_(True)
         for name, tensor in problem.tensors.items()
     }
     h0 = inputs.pop("h0")
@@ -145,6 +155,7 @@ def run(
             segment_pos=problem.segment_pos,
             h0=h0,
             backend=backend,
+            channels_first=channels_first,
         )
     else:
         result = samu_kernels.samu_scan(
@@ -153,26 +164,33 @@ def run(
             h0=h0,
             backend=backend,
             controller=controller or samu_kernels.DEFAULT_CONTROLLER,
+            channels_first=channels_first,
         )
-    loss = (result.output.double() * problem.grad_output.double()).sum()
+    output = layout(result.output)
+    loss = (output.double() * problem.grad_output.double()).sum()
     if final_state_in_loss:
         loss = loss + (result.final_state.double() * problem.grad_final.double()).sum()
     torch.autograd.backward(loss)
-    values = {"output": result.output.detach(), "final_state": result.final_state.detach()}
+    values = {"output": output.detach(), "final_state": result.final_state.detach()}
     inputs["h0"] = h0
     for name, tensor in inputs.items():
         if tensor is not None:
             assert tensor.grad is not None, f"no gradient for {name}"
-            values[f"grad_{name}"] = tensor.grad
+            values[f"grad_{name}"] = layout(tensor.grad)
     return values
 
 
 def assert_matches_reference(
-    problem: Problem, backend: str, controller: str | None = None
+    problem: Problem,
+    backend: str,
+    controller: str | None = None,
+    *,
+    channels_first: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """Compare ``backend`` with the float64 reference on every output and gradient."""
+    """Compare ``backend`` with the float64 reference (on [B, L, R]) on every output and
+    gradient; ``channels_first``: ``backend`` runs on [B, R, L] copies (see :func:`run`)."""
     dtype = next(t for t in problem.tensors.values() if t is not None).dtype
-    got = run(problem, backend, controller)
+    got = run(problem, backend, controller, channels_first=channels_first)
     expected = run(problem, "reference", controller, float64=True)
     errors = {name: relative_error(got[name], expected[name]) for name in expected}
     bad = {name: err for name, err in errors.items() if not err <= TOLERANCE[dtype]}

@@ -14,6 +14,8 @@ import torch
 from samu_kernels.backends import DEFAULT_BACKENDS, REFERENCE_FILE_ROWS
 from samu_kernels.benchmark import (
     BACKENDS,
+    CHANNELS_FIRST_BACKENDS,
+    CHANNELS_FIRST_SUFFIX,
     COUNTED_TENSORS,
     GOAL_PERCENT_OF_COPY,
     REFERENCE_SHAPES,
@@ -73,6 +75,11 @@ def test_goal_lines_judge_each_default_backend_against_the_copy_share_and_the_pe
         "accelerated_scan.scalar 1.31x, fla.chunk_hgrn 0.25x"
     ]
     assert samu_row.percent_of_copy < GOAL_PERCENT_OF_COPY
+    channels_first = row(DEFAULT_BACKENDS["samu"] + CHANNELS_FIRST_SUFFIX, "samu", 0.116)
+    assert goal_lines([*rows, channels_first])[2] == (
+        f"state2560_medium   samu  channels_first {channels_first.percent_of_copy:5.1f} % of "
+        "copy (met); accelerated_scan.scalar 0.80x, fla.chunk_hgrn 0.15x"
+    )
     rows[0] = row(DEFAULT_BACKENDS["samu"], "samu", 0.05)
     assert "% of copy (met); accelerated_scan.scalar 0.34x" in goal_lines(rows)[1]
     assert goal_lines(rows[1:]) == []  # no default backend timed: nothing to judge
@@ -100,7 +107,10 @@ def test_benchmark_tasks_use_the_tile_the_run_is_timed_with(
 ) -> None:
     monkeypatch.delenv(TILE_ENV, raising=False)
     tasks = benchmark_tasks()
-    assert len(tasks) == len(REFERENCE_SHAPES) * len(BACKENDS)
+    assert len(tasks) == len(REFERENCE_SHAPES) * (len(BACKENDS) + len(CHANNELS_FIRST_BACKENDS))
+    assert {(t.architecture, t.backend) for t in tasks if t.channels_first} == set(
+        CHANNELS_FIRST_BACKENDS
+    )
     assert {task.geometry for task in tasks} == {""}
     monkeypatch.setenv(TILE_ENV, "unroll=4")
     assert {task.geometry for task in benchmark_tasks()} == {"unroll=4"}
@@ -108,7 +118,7 @@ def test_benchmark_tasks_use_the_tile_the_run_is_timed_with(
 
 def test_benchmark_tasks_time_only_the_chosen_backends() -> None:
     chosen = [("samu", SAMU_SEQUENTIAL)]
-    tasks = benchmark_tasks(chosen)
+    tasks = benchmark_tasks(chosen, ())
     assert [task.shape for task in tasks] == list(REFERENCE_SHAPES.values())
     assert {(task.architecture, task.backend) for task in tasks} == set(chosen)
 

@@ -482,3 +482,48 @@ def test_time_split_backward_sums_its_parameter_gradients_itself(
     assert not [name for name in kernels if "reduce_kernel" in name], kernels
     fills = [event.count for event in profiler.key_averages() if "FillFunctor" in event.key]
     assert sum(fills) == 1, kernels
+
+
+@pytest.mark.usefixtures("poisoned_buffers")
+@pytest.mark.parametrize("case", list(REFERENCE_SHAPES))
+@pytest.mark.parametrize("architecture", ["rglru", "samu"])
+def test_channels_first_defaults_at_reference_shapes(case: str, architecture: str) -> None:
+    """The default backends on [B, R, L] sequences, against the float64 reference on
+    [B, L, R], then a bit-identical rerun."""
+    problem = make_problem(
+        architecture, REFERENCE_SHAPES[case], torch.bfloat16, CUDA, resets=True, h0=True
+    )
+    backend = samu_kernels.DEFAULT_BACKENDS[architecture]
+    first = assert_matches_reference(problem, backend, None, channels_first=True)
+    second = run(problem, backend, None, channels_first=True)
+    for name, value in first.items():
+        assert torch.equal(value, second[name]), name
+
+
+@pytest.mark.parametrize("architecture", ["rglru", "samu"])
+def test_torch_compile_traces_the_channels_first_scans(architecture: str) -> None:
+    """Compiled (fullgraph) against eager on [B, R, L] sequences, every gradient."""
+    problem = make_problem(architecture, (2, 300, 256), torch.bfloat16, CUDA, resets=True, h0=True)
+    tensors = {
+        k: v.transpose(1, 2).contiguous() if v.ndim == 3 else v
+        for k, v in problem.tensors.items()
+        if v is not None
+    }
+    h0 = tensors.pop("h0")
+    grad_output = problem.grad_output.transpose(1, 2).float()
+    scan = samu_kernels.rglru_scan if architecture == "rglru" else samu_kernels.samu_scan
+
+    def mixer(**inputs: torch.Tensor) -> torch.Tensor:
+        result = scan(**inputs, segment_pos=problem.segment_pos, h0=h0, channels_first=True)
+        return (result.output.float() * grad_output).sum() + result.final_state.sum()
+
+    compiled = torch.compile(mixer, fullgraph=True)
+    grads = []
+    for fn in (mixer, compiled):
+        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in tensors.items()}
+        torch.autograd.backward(fn(**leaves))
+        grads.append({k: v.grad for k, v in leaves.items()})
+    for name, grad in grads[0].items():
+        assert grad is not None, name
+        assert grads[1][name] is not None, name
+        assert relative_error(grads[1][name], grad) <= 1e-5, name

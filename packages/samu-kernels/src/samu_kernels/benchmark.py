@@ -29,6 +29,9 @@ bytes a fused implementation must move at least (docs/kernels.md, "Counted bytes
 * A plain linear scan (peers; inputs x and the decay): forward reads 2, writes 1;
   backward reads 3 (decay, h, dL/dh), writes 2: 8 tensors.
 
+The default backends are timed once more on [B, R, L] sequences (``channels_first=True``,
+the layout ``accelerated_scan`` is timed on), their rows named ``<backend> channels_first``.
+
 A tensor is B*L*R elements of the compute dtype; fp32 states at chunk boundaries and
 parameter gradients are left out (under 1% at chunk 16).
 
@@ -44,6 +47,7 @@ in a graph, ``median_ms`` is the launched time and ``timing`` says so.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -95,6 +99,10 @@ BACKENDS: tuple[tuple[str, str], ...] = (
     ("samu", "fused_output_fused_write_shared_sfu_grouped_prefix32_hierarchical_chunk16"),
     ("samu", "fused_output_fused_write_shared_sfu_chunk16"),
 )
+CHANNELS_FIRST_BACKENDS: tuple[tuple[str, str], ...] = tuple(DEFAULT_BACKENDS.items())
+"""Backends also timed on [B, R, L] sequences (``channels_first=True``), the layout
+``accelerated_scan`` is timed on."""
+CHANNELS_FIRST_SUFFIX = " channels_first"
 COUNTED_TENSORS = {"rglru": 14, "samu": 8, "linear_scan": 8}
 GOAL_PERCENT_OF_COPY = 70.0
 """The speed goal (docs/kernels.md, "Where the goal stands"): a default backend's forward +
@@ -178,26 +186,40 @@ def time_step(step: Step, leaves: Sequence[torch.Tensor], *, quick: bool = False
     return Timing(device_ms, launch_ms, "cuda_graph")
 
 
-def benchmark_tasks(backends: Sequence[tuple[str, str]] = BACKENDS) -> list[CompileTask]:
+def benchmark_tasks(
+    backends: Sequence[tuple[str, str]] = BACKENDS,
+    channels_first: Sequence[tuple[str, str]] = CHANNELS_FIRST_BACKENDS,
+) -> list[CompileTask]:
     """Every ((architecture, backend) of ``backends``, reference shape) :func:`run_benchmark`
     times, at the geometry it will be timed with (``SAMU_KERNELS_TILE`` if set, else the
-    heuristic's)."""
+    heuristic's), then those of ``channels_first`` on [B, R, L] sequences."""
     geometry = os.environ.get(TILE_ENV, "")
     return [
-        CompileTask(architecture, backend, shape, geometry)
+        CompileTask(architecture, backend, shape, geometry, channels_first=first)
         for shape in REFERENCE_SHAPES.values()
-        for architecture, backend in backends
+        for first, pairs in ((False, backends), (True, channels_first))
+        for architecture, backend in pairs
     ]
 
 
+def implementation_name(task: CompileTask) -> str:
+    """A row's implementation: the backend name, with :data:`CHANNELS_FIRST_SUFFIX` for
+    channels-first sequences."""
+    return task.backend + (CHANNELS_FIRST_SUFFIX if task.channels_first else "")
+
+
 def run_benchmark(
-    device: torch.device, jobs: int = 1, backends: Sequence[tuple[str, str]] = BACKENDS
+    device: torch.device,
+    jobs: int = 1,
+    backends: Sequence[tuple[str, str]] = BACKENDS,
+    channels_first: Sequence[tuple[str, str]] = CHANNELS_FIRST_BACKENDS,
 ) -> tuple[float, list[BenchmarkRow]]:
     """Copy bandwidth (GB/s) and one row per (implementation, reference shape): each
-    (architecture, backend) of ``backends`` and each importable peer. The kernels are
-    compiled first in ``jobs`` processes (:func:`precompile`); a backend whose kernels fail
-    to compile on a shape is left out there."""
-    planned = benchmark_tasks(backends)
+    (architecture, backend) of ``backends``, each of ``channels_first`` on [B, R, L]
+    sequences, and each importable peer. The kernels are compiled first in ``jobs``
+    processes (:func:`precompile`); a backend whose kernels fail to compile on a shape is
+    left out there."""
+    planned = benchmark_tasks(backends, channels_first)
     failed = _precompile(planned, jobs, device)
     copy_gbps = measure_copy_bandwidth(device)
     rows = []
@@ -205,8 +227,14 @@ def run_benchmark(
         candidates: list[tuple[str, str, Step, list[torch.Tensor]]] = []
         for task in planned:
             if task.shape == shape and task not in failed:
-                step, leaves = scan_step(task.architecture, shape, task.backend, device)
-                candidates.append((task.backend, task.architecture, step, leaves))
+                step, leaves = scan_step(
+                    task.architecture,
+                    shape,
+                    task.backend,
+                    device,
+                    channels_first=task.channels_first,
+                )
+                candidates.append((implementation_name(task), task.architecture, step, leaves))
         for name, (step, leaves) in peer_steps(shape, device).items():
             candidates.append((name, "linear_scan", step, leaves))
         for name, architecture, step, leaves in candidates:
@@ -329,15 +357,18 @@ def best_rows(rows: Sequence[BenchmarkRow]) -> list[BenchmarkRow]:
 
 
 def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
-    """The speed goal, per reference shape and default backend (``DEFAULT_BACKENDS``): the
-    row's % of copy bandwidth against ``GOAL_PERCENT_OF_COPY``, and its time over each
-    peer's on the same shape (below 1: ours is faster). Shapes without a default backend's
+    """The speed goal, per reference shape and default backend (``DEFAULT_BACKENDS``, on
+    [B, L, R] and on channels-first sequences): the row's % of copy bandwidth against
+    ``GOAL_PERCENT_OF_COPY``, and its time over each peer's on the same shape (below 1: ours
+    is faster). Shapes without a default backend's
     row are left out; without any, there are no lines."""
     lines: list[str] = []
     for case in dict.fromkeys(row.case for row in rows):
         peers = [row for row in rows if row.case == case and row.architecture == "linear_scan"]
-        for architecture, backend in DEFAULT_BACKENDS.items():
-            key = (case, architecture, backend)
+        for (architecture, backend), suffix in itertools.product(
+            DEFAULT_BACKENDS.items(), ("", CHANNELS_FIRST_SUFFIX)
+        ):
+            key = (case, architecture, backend + suffix)
             ours = next(
                 (r for r in rows if (r.case, r.architecture, r.implementation) == key), None
             )
@@ -349,7 +380,8 @@ def goal_lines(rows: Sequence[BenchmarkRow]) -> list[str]:
                 f"{peer.implementation} {ours.median_ms / peer.median_ms:.2f}x" for peer in peers
             )
             lines.append(
-                f"{case:18s} {architecture:5s} {percent:5.1f} % of copy ({verdict}); {ratios}"
+                f"{case:18s} {architecture:5s}{suffix} {percent:5.1f} % of copy ({verdict}); "
+                f"{ratios}"
             )
     header = (
         f"goal: >= {GOAL_PERCENT_OF_COPY:.0f} % of copy, faster than each peer "
@@ -396,7 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         metavar="ARCH:NAME",
         help="time this backend (repeatable; e.g. samu:" + DEFAULT_BACKENDS["samu"] + ") "
-        "instead of the reference-file names and their variants; the peers are timed too",
+        "instead of the reference-file names, their variants and the defaults on [B, R, L] "
+        "sequences; the peers are timed too",
     )
     args = parser.parse_args(argv)
     if args.backend and args.sweep:
@@ -417,7 +450,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             *(_format_row(row) for row in best_rows(rows)),
         ]
     else:
-        copy_gbps, rows = run_benchmark(device, args.jobs, backends)
+        # Chosen backends are timed on [B, L, R] alone.
+        channels_first = () if args.backend else CHANNELS_FIRST_BACKENDS
+        copy_gbps, rows = run_benchmark(device, args.jobs, backends, channels_first)
         summary = goal_lines(rows)
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name(device)})")
     for line in summary:

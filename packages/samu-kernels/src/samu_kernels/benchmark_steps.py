@@ -1,8 +1,9 @@
 """The timed steps of the kernel benchmark: forward + backward of one scan on random inputs.
 
 Each factory returns ``(step, leaves)``: ``step()`` runs forward and backward once in
-bfloat16 on fresh random inputs of shape [B, L, R]; ``leaves`` are the tensors whose
-gradients it accumulates (the timers reset them between repetitions).
+bfloat16 on fresh random inputs of shape [B, L, R] (our scans' ``channels_first`` steps:
+[B, R, L]); ``leaves`` are the tensors whose gradients it accumulates (the timers reset them
+between repetitions).
 """
 
 from __future__ import annotations
@@ -21,26 +22,37 @@ Step = Callable[[], object]
 """One forward + backward, run for its effect on the GPU."""
 
 
+def _sequence_shape(shape: tuple[int, int, int], channels_first: bool) -> tuple[int, int, int]:
+    batch, length, width = shape
+    return (batch, width, length) if channels_first else shape
+
+
 def _rglru_step(
-    shape: tuple[int, int, int], backend: str, device: torch.device
+    shape: tuple[int, int, int], backend: str, device: torch.device, channels_first: bool
 ) -> tuple[Step, list[torch.Tensor]]:
     u, gate_x, gate_a, y, grad = (
-        torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(5)
+        torch.randn(_sequence_shape(shape, channels_first), device=device, dtype=torch.bfloat16)
+        for _ in range(5)
     )
     a_param = torch.full((shape[2],), -4.0, device=device)
     leaves = [t.requires_grad_(True) for t in (u, gate_x, gate_a, y, a_param)]
 
     def step() -> None:
-        output = rglru_scan(u, gate_x, gate_a, a_param, y, backend=backend).output
+        output = rglru_scan(
+            u, gate_x, gate_a, a_param, y, backend=backend, channels_first=channels_first
+        ).output
         torch.autograd.backward(output, grad)
 
     return step, leaves
 
 
 def _samu_step(
-    shape: tuple[int, int, int], backend: str, device: torch.device
+    shape: tuple[int, int, int], backend: str, device: torch.device, channels_first: bool
 ) -> tuple[Step, list[torch.Tensor]]:
-    u, y, grad = (torch.randn(shape, device=device, dtype=torch.bfloat16) for _ in range(3))
+    u, y, grad = (
+        torch.randn(_sequence_shape(shape, channels_first), device=device, dtype=torch.bfloat16)
+        for _ in range(3)
+    )
     channels = [torch.randn(shape[2], device=device) for _ in range(3)]
     scalars = [torch.tensor(value, device=device) for value in (0.0, 0.0, math.log(8), 0.5)]
     leaves = [t.requires_grad_(True) for t in (u, y, *channels, *scalars)]
@@ -48,7 +60,10 @@ def _samu_step(
     b_a, b_x, log_c, skip = scalars
 
     def step() -> None:
-        output = samu_scan(u, y, a_param, w_a, b_a, w_x, b_x, log_c, skip, backend=backend).output
+        output = samu_scan(
+            u, y, a_param, w_a, b_a, w_x, b_x, log_c, skip,
+            backend=backend, channels_first=channels_first,
+        ).output  # fmt: skip
         torch.autograd.backward(output, grad)
 
     return step, leaves
@@ -115,11 +130,16 @@ def peer_steps(
 
 
 def scan_step(
-    architecture: str, shape: tuple[int, int, int], backend: str, device: torch.device
+    architecture: str,
+    shape: tuple[int, int, int],
+    backend: str,
+    device: torch.device,
+    *,
+    channels_first: bool = False,
 ) -> tuple[Step, list[torch.Tensor]]:
     """Forward + backward of our ``architecture`` ('rglru' or 'samu') scan with ``backend``
-    on bfloat16 inputs of ``shape`` [B, L, R]."""
+    on bfloat16 inputs of ``shape`` [B, L, R] (given as [B, R, L] with ``channels_first``)."""
     if architecture not in ("rglru", "samu"):
         raise ValueError(f"architecture must be 'rglru' or 'samu', got {architecture!r}")
     make = _rglru_step if architecture == "rglru" else _samu_step
-    return make(shape, backend, device)
+    return make(shape, backend, device, channels_first)

@@ -38,6 +38,8 @@ class CompileTask:
     """[B, L, R]."""
     geometry: str = ""
     """The ``SAMU_KERNELS_TILE`` value to launch with (empty: the heuristic's)."""
+    channels_first: bool = False
+    """The sequences as [B, R, L] (the channels-first kernels)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,13 @@ def compile_task(task: CompileTask, device: str) -> None:
     """Run ``task``'s step once on ``device`` (compiling what it launches); the process's
     ``SAMU_KERNELS_TILE`` is left as the task set it."""
     set_tile_override(task.geometry)
-    step, _ = scan_step(task.architecture, task.shape, task.backend, torch.device(device))
+    step, _ = scan_step(
+        task.architecture,
+        task.shape,
+        task.backend,
+        torch.device(device),
+        channels_first=task.channels_first,
+    )
     step()
     if device.startswith("cuda"):
         torch.cuda.synchronize()

@@ -24,18 +24,22 @@ def _require_tensor(name: str, value: object) -> torch.Tensor:
     return value
 
 
-def check_sequence(name: str, value: object, *, allow_float64: bool) -> tuple[int, int, int]:
-    """Check a [B, L, R] sequence input (bfloat16/float32; float64 if allowed); return B, L, R."""
+def check_sequence(
+    name: str, value: object, *, allow_float64: bool, channels_first: bool = False
+) -> tuple[int, int, int]:
+    """Check a [B, L, R] sequence input ([B, R, L] if ``channels_first``; bfloat16/float32,
+    float64 if allowed); return its three sizes in its own order."""
     tensor = _require_tensor(name, value)
     if tensor.ndim != 3:
-        raise ValueError(f"{name} must have shape [B, L, R], got shape {tuple(tensor.shape)}")
+        layout = "[B, R, L]" if channels_first else "[B, L, R]"
+        raise ValueError(f"{name} must have shape {layout}, got shape {tuple(tensor.shape)}")
     allowed = _REFERENCE_DTYPES if allow_float64 else _TRITON_DTYPES
     if tensor.dtype not in allowed:
         raise TypeError(f"{name} must have dtype in {allowed}, got {tensor.dtype}")
     if min(tensor.shape) < 1:
         raise ValueError(f"{name} must have B, L, R >= 1, got shape {tuple(tensor.shape)}")
-    batch, length, width = tensor.shape
-    return batch, length, width
+    first, second, third = tensor.shape
+    return first, second, third
 
 
 def check_sequence_like(name: str, value: object, reference: torch.Tensor) -> None:

@@ -482,6 +482,15 @@ def load_row(
     """
     mask = col_mask if FULL_CHUNKS else col_mask & row_valid(t, offs_r, L)
     start = row_is_start(RESET, b, t, offs_r, L, HAS_RESETS)
+    first, second, third = load_gate_inputs(U, GATE_X, GATE_A, offs, mask, GATE_MODE)
+    return first, second, third, start, mask
+
+
+@triton.jit
+def load_gate_inputs(U, GATE_X, GATE_A, offs, mask, GATE_MODE: tl.constexpr):
+    """The raw inputs at element offsets ``offs`` (any shape) as fp32, for
+    :func:`gates_of_row`: precomputed gates (log_a, x, 0); RG-LRU (decay-gate logits, u,
+    input-gate logits); SAMU (u, 0, 0)."""
     if GATE_MODE == GATES_PRECOMPUTED:
         first = tl.load(GATE_A + offs, mask=mask, other=0.0)
         second = tl.load(GATE_X + offs, mask=mask, other=0.0)
@@ -494,7 +503,7 @@ def load_row(
         first = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
         second = tl.zeros_like(first)
         third = second
-    return first, second, third, start, mask
+    return first, second, third
 
 
 @triton.jit

@@ -12,13 +12,8 @@ from typing import Any
 import torch
 from torch.library import triton_op, wrap_triton
 
-from samu_kernels.common.launch import (
-    ScanConfig,
-    allocate_backward,
-    allocate_forward,
-    launch_backward,
-    launch_forward,
-)
+from samu_kernels.common import channels_first_launch, launch
+from samu_kernels.common.launch import ScanConfig, allocate_backward, allocate_forward
 
 __all__ = ["scan"]
 
@@ -35,6 +30,12 @@ def scan_forward(
     config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Forward scan; returns (output, final_state, saved). See :func:`scan`."""
+    scan_config = ScanConfig.from_list(config)
+    launch_forward = (
+        channels_first_launch.launch_forward
+        if scan_config.channels_first
+        else launch.launch_forward
+    )
     result = launch_forward(
         wrap_triton,
         u,
@@ -44,7 +45,7 @@ def scan_forward(
         parameters=parameters,
         reset=reset,
         h0=h0,
-        config=ScanConfig.from_list(config),
+        config=scan_config,
     )
     return result.output, result.final_state, result.saved
 
@@ -86,6 +87,12 @@ def scan_backward(
     """Backward scan (``grad_final`` [B, R] fp32, or empty for zeros); returns (d_u, d_gate_x,
     d_gate_a, d_y, d_parameters, d_h0), an empty tensor for an input without a gradient in
     this mode."""
+    scan_config = ScanConfig.from_list(config)
+    launch_backward = (
+        channels_first_launch.launch_backward
+        if scan_config.channels_first
+        else launch.launch_backward
+    )
     result = launch_backward(
         wrap_triton,
         grad_output,
@@ -97,7 +104,7 @@ def scan_backward(
         y=y,
         parameters=parameters,
         reset=reset,
-        config=ScanConfig.from_list(config),
+        config=scan_config,
     )
     return result.as_tuple()  # type: ignore[return-value]
 
@@ -188,7 +195,7 @@ def scan(
     config: ScanConfig,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Differentiable chunked scan. Returns (output [B, L, R] in u's dtype, final state
-    [B, R] fp32).
+    [B, R] fp32). With ``config.channels_first`` every [B, L, R] tensor here is [B, R, L].
 
     Args:
         u: [B, L, R] bfloat16/float32 input (in the precomputed mode only read for the

@@ -23,6 +23,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from samu_kernels.backends import BackendSpec
 from samu_kernels.common import kernels, persistent, split
+from samu_kernels.common.channels_first import time_tile
 from samu_kernels.common.chunk import INLINE_ASSEMBLY, SFU_TANH_SIGMOIDS, TANH_SIGMOID
 from samu_kernels.common.geometry import (
     CHANNELS_PER_WARP,
@@ -82,7 +83,10 @@ class OutMode(IntEnum):
 
 @dataclass(frozen=True)
 class ScanConfig:
-    """The kernels' specialisation. ``group`` is the prefix group size (1: sequential)."""
+    """The kernels' specialisation. ``group`` is the prefix group size (1: sequential).
+    ``channels_first``: the sequences are [B, R, L] and run on ``channels_first.py``'s
+    kernels (the scan scheme of ``chunk``, ``hierarchical``, ``group`` and ``fused_write``
+    is the [B, L, R] kernels')."""
 
     gate_mode: GateMode
     out_mode: OutMode
@@ -91,6 +95,7 @@ class ScanConfig:
     group: int
     fused_write: bool
     shared_sfu: bool
+    channels_first: bool = False
 
     def as_list(self) -> list[int]:
         """The config as the custom ops' ``int[]`` argument."""
@@ -102,12 +107,13 @@ class ScanConfig:
             self.group,
             int(self.fused_write),
             int(self.shared_sfu),
+            int(self.channels_first),
         ]
 
     @classmethod
     def from_list(cls, values: list[int]) -> ScanConfig:
         """Inverse of :meth:`as_list`."""
-        gate, out, chunk, hierarchical, group, fused_write, shared_sfu = values
+        gate, out, chunk, hierarchical, group, fused_write, shared_sfu, channels_first = values
         return cls(
             GateMode(gate),
             OutMode(out),
@@ -116,6 +122,7 @@ class ScanConfig:
             group,
             bool(fused_write),
             bool(shared_sfu),
+            bool(channels_first),
         )
 
     @property
@@ -158,8 +165,11 @@ def split_parameters(
     return channel, scalars
 
 
-def scan_config(spec: BackendSpec, gate_mode: GateMode, out_mode: OutMode) -> ScanConfig:
-    """The kernel specialisation of a Triton backend for one gate and output mode."""
+def scan_config(
+    spec: BackendSpec, gate_mode: GateMode, out_mode: OutMode, *, channels_first: bool = False
+) -> ScanConfig:
+    """The kernel specialisation of a Triton backend for one gate and output mode, on
+    [B, L, R] sequences or ``channels_first`` ones ([B, R, L])."""
     if spec.chunk is None:
         raise ValueError(f"backend {spec.name!r} is not a Triton backend")
     return ScanConfig(
@@ -170,6 +180,7 @@ def scan_config(spec: BackendSpec, gate_mode: GateMode, out_mode: OutMode) -> Sc
         group=spec.grouped_prefix or 1,
         fused_write=spec.fused_write,
         shared_sfu=spec.shared_sfu,
+        channels_first=channels_first,
     )
 
 
@@ -389,10 +400,7 @@ class _Geometry:
             "SEGMENTS": segments,
             "BLOCK_R": self.tile.block_r,
             "CHANNELS": self.tile.program_channels,
-            # A plain int: torch.compile writes the launch's constants into Python source.
-            "SHARED_SFU": SFU_TANH_SIGMOIDS.value
-            if config.shared_sfu and TANH_SIGMOID and dtype.itemsize == 2
-            else int(config.shared_sfu),
+            "SHARED_SFU": shared_sfu_flag(config, dtype),
             "HAS_RESETS": has_resets,
             "FULL_TILES": self.length % rows == 0,
             "num_warps": warps,
@@ -460,12 +468,17 @@ class ForwardResult:
 
 def allocate_forward(u: torch.Tensor, config: ScanConfig) -> ForwardResult:
     """Empty forward outputs (also the fake implementation's)."""
-    batch, length, width = u.shape
-    saved_length = triton.cdiv(length, config.chunk) if config.fused_write else length
+    if config.channels_first:
+        batch, width, length = u.shape
+        saved_shape = (batch, width, triton.cdiv(length, time_tile(length).steps))
+    else:
+        batch, length, width = u.shape
+        saved_length = triton.cdiv(length, config.chunk) if config.fused_write else length
+        saved_shape = (batch, saved_length, width)
     return ForwardResult(
         output=new_buffer(u, tuple(u.shape), u.dtype),
         final_state=new_buffer(u, (batch, width), torch.float32),
-        saved=new_buffer(u, (batch, saved_length, width), torch.float32),
+        saved=new_buffer(u, saved_shape, torch.float32),
     )
 
 
@@ -485,7 +498,7 @@ def launch_forward(
     result = allocate_forward(u, config)
     geo = _Geometry.of(u, config)
     channel, scalars = split_parameters(parameters, config, geo.width)
-    pointers = [_or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)]
+    pointers = [or_placeholder(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)]
     flags = geo.flags(config, has_resets=reset is not None, backward=False)
     sizes = (geo.length, geo.width, geo.n_chunks)
     if not config.hierarchical:
@@ -509,7 +522,7 @@ def launch_forward(
             kernel = kernels.forward_sequential_kernel
         wrap(kernel)[(programs,)](
             *pointers,
-            _or(h0, u),
+            or_placeholder(h0, u),
             result.output,
             result.final_state,
             result.saved,
@@ -527,7 +540,7 @@ def launch_forward(
         chain, n_groups, chain_flags = _chain_arguments(u, geo, config)
         wrap(kernels.forward_chained_kernel)[grid](
             *pointers,
-            _or(h0, u),
+            or_placeholder(h0, u),
             result.output,
             result.final_state,
             result.saved,
@@ -589,7 +602,7 @@ def _launch_prefix(
     wrap(kernels.prefix_kernel)[grid](
         sum_a,
         sum_b,
-        _or(init, sum_a),
+        or_placeholder(init, sum_a),
         carry,
         final,
         geo.width,
@@ -653,7 +666,9 @@ def allocate_backward(
         d_gate_a=like(gate_a) if gate_a is not None else none(),
         d_y=like(u) if config.out_mode != OutMode.H else none(),
         d_parameters=like(parameters) if parameters is not None else none(),
-        d_h0=new_buffer(u, (u.shape[0], u.shape[2]), torch.float32),
+        d_h0=new_buffer(
+            u, (u.shape[0], u.shape[1] if config.channels_first else u.shape[2]), torch.float32
+        ),
     )
 
 
@@ -680,9 +695,9 @@ def launch_backward(
     n_counters = 0 if config.hierarchical else geo.n_rb + 1
     grad_final, counters = _zeroed_grad_final_and_counters(u, grad_final, geo, n_counters)
     u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_ = (
-        _or(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)
+        or_placeholder(t, u) for t in (u, gate_x, gate_a, y, channel, scalars, reset)
     )
-    outputs = [_or(g, u) for g in grads.as_tuple()[:4]]
+    outputs = [or_placeholder(g, u) for g in grads.as_tuple()[:4]]
     flags = geo.flags(config, has_resets=reset is not None, backward=True)
     sizes = (geo.length, geo.width, geo.n_chunks)
     inputs = (u_, gate_x_, gate_a_, y_, channel_, scalars_, reset_, grad_output)
@@ -731,7 +746,10 @@ def launch_backward(
             grads.d_h0,
             partial,
             counters,
-            *(_or(view, u) for view in split_parameters(grads.d_parameters, config, geo.width)),
+            *(
+                or_placeholder(view, u)
+                for view in split_parameters(grads.d_parameters, config, geo.width)
+            ),
             *handover,
             FUSED_WRITE=config.fused_write,
             **flags,
@@ -741,7 +759,7 @@ def launch_backward(
     runs = (geo.tile.chunks_per_program, geo.n_runs)
     summaries_shape = (geo.batch, geo.n_runs, geo.width)
     grid = (geo.batch * geo.n_rb, geo.n_runs)
-    # The hierarchical passes' partial rows are summed by torch.sum (see _sum_partials).
+    # The hierarchical passes' partial rows are summed by torch.sum (see sum_partials).
     partial = new_buffer(u, (geo.batch * geo.n_runs, config.num_partials, geo.width), torch.float32)
     scratch = geo.scratch(u, config, geo.batch * geo.n_rb * geo.n_runs)
     if geo.tile.chained or geo.run_lookback(config):
@@ -762,7 +780,7 @@ def launch_backward(
             **chain_flags,
             **flags,
         )
-        _sum_partials(partial, grads, config)
+        sum_partials(partial, grads, config)
         return grads
     sum_a = new_buffer(u, summaries_shape, torch.float32)
     sum_b = new_buffer(u, summaries_shape, torch.float32)
@@ -805,7 +823,7 @@ def launch_backward(
         FUSED_WRITE=config.fused_write,
         **flags,
     )
-    _sum_partials(partial, grads, config)
+    sum_partials(partial, grads, config)
     return grads
 
 
@@ -836,7 +854,7 @@ def _zeroed_grad_final_and_counters(
     return grad_final, zeroed_buffer(like, (n_counters,), torch.int32)
 
 
-def _sum_partials(partial: torch.Tensor, grads: BackwardResult, config: ScanConfig) -> None:
+def sum_partials(partial: torch.Tensor, grads: BackwardResult, config: ScanConfig) -> None:
     """Deterministic reduction (torch.sum, no atomics) of the hierarchical passes' partial
     sums [rows, num_partials, R] into the parameters' gradient. Their programs are many and
     short, so each waiting for an atomic's answer at its end (``chunk.finish_partials``,
@@ -975,6 +993,15 @@ def tma_device(device: torch.device) -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def _or(tensor: torch.Tensor | None, fallback: torch.Tensor) -> torch.Tensor:
+def shared_sfu_flag(config: ScanConfig, dtype: torch.dtype) -> int:
+    """The kernels' SHARED_SFU constexpr: with ``shared_sfu``, inputs of a 16-bit ``dtype``
+    take their gates' sigmoids from ``tanh.approx`` (``chunk.TANH_SIGMOID``). A plain int:
+    torch.compile writes the launch's constants into Python source."""
+    if config.shared_sfu and TANH_SIGMOID and dtype.itemsize == 2:
+        return int(SFU_TANH_SIGMOIDS.value)
+    return int(config.shared_sfu)
+
+
+def or_placeholder(tensor: torch.Tensor | None, fallback: torch.Tensor) -> torch.Tensor:
     """A tensor for a pointer argument the kernel does not read when ``tensor`` is None."""
     return fallback if tensor is None else tensor

@@ -28,6 +28,12 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def swap_layout(sequence: torch.Tensor, channels_first: bool) -> torch.Tensor:
+    """A [B, R, L] sequence as a [B, L, R] view, or back (the transpose of the last two
+    dimensions), where ``channels_first``; the sequence itself otherwise."""
+    return sequence.transpose(1, 2) if channels_first else sequence
+
+
 def reset_mask(segment_pos: torch.Tensor | None) -> torch.Tensor | None:
     """[B, L] bool, True where a document starts (segment_pos == 0); None without resets."""
     return None if segment_pos is None else segment_pos == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
-from samu_kernels.common.reference import reset_mask
+from samu_kernels.common.reference import reset_mask, swap_layout
 from samu_kernels.peers import linear_scan_of
 from samu_kernels.rglru.naive import rglru_naive
 from samu_kernels.scan_output import ScanOutput
@@ -30,6 +30,7 @@ def rglru_scan(
     segment_pos: torch.Tensor | None = None,
     h0: torch.Tensor | None = None,
     backend: str = DEFAULT_BACKENDS["rglru"],
+    channels_first: bool = False,
 ) -> ScanOutput:
     """The RG-LRU recurrence (recurrentgemma's), forward and backward.
 
@@ -45,21 +46,33 @@ def rglru_scan(
         segment_pos: optional [B, L] integer positions; 0 starts a document.
         h0: optional [B, R] float32 initial state (float64 with float64 inputs).
         backend: a backend name (see :func:`samu_kernels.parse_backend`).
+        channels_first: u, the logits, y and the output are [B, R, L] (time contiguous, as
+            ``nn.Conv1d``'s [N, C, L]) instead of [B, L, R]; segment_pos, h0 and the final
+            state keep their shapes. Triton backends then run the channels-first kernels
+            (docs/kernels.md, "Channels-first kernels": the name's chunk, hierarchical,
+            grouped_prefix and fused_write tokens choose between the [B, L, R] kernels and
+            do not apply); the reference and peer backends run on transposed views.
 
     Returns:
-        ScanOutput(output [B, L, R] in u's dtype, final_state [B, R] float32).
+        ScanOutput(output [B, L, R] in u's dtype ([B, R, L] if ``channels_first``),
+        final_state [B, R] float32).
     """
     spec = check_backend("rglru", backend, None)
-    check_sequence("u", u, allow_float64=spec.is_reference)
+    check_sequence("u", u, allow_float64=spec.is_reference, channels_first=channels_first)
     check_sequence_like("gate_x_logits", gate_x_logits, u)
     check_sequence_like("gate_a_logits", gate_a_logits, u)
-    check_channel_param("a_param", a_param, u)
     if y is not None:
         check_sequence_like("y", y, u)
+
+    # [B, L, R] views of channels-first sequences, for the checks and the PyTorch paths.
+    def rows(sequence: torch.Tensor) -> torch.Tensor:
+        return swap_layout(sequence, channels_first)
+
+    check_channel_param("a_param", a_param, rows(u))
     if segment_pos is not None:
-        check_segment_pos(segment_pos, u)
+        check_segment_pos(segment_pos, rows(u))
     if h0 is not None:
-        check_initial_state(h0, u)
+        check_initial_state(h0, rows(u))
 
     if spec.is_triton:
         # Imported here: triton is optional (Linux only) and the reference needs none.
@@ -75,20 +88,20 @@ def rglru_scan(
                 segment_pos=segment_pos,
                 h0=h0,
                 spec=spec,
+                channels_first=channels_first,
             )
         )
     reset = reset_mask(segment_pos)
     linear_scan, scan_dtype = linear_scan_of(spec, u.dtype)
-    return ScanOutput(
-        *rglru_naive(
-            u,
-            gate_x_logits,
-            gate_a_logits,
-            a_param,
-            y=y,
-            reset=reset,
-            h0=h0,
-            linear_scan=linear_scan,
-            scan_input_dtype=scan_dtype,
-        )
+    output, final_state = rglru_naive(
+        rows(u),
+        rows(gate_x_logits),
+        rows(gate_a_logits),
+        a_param,
+        y=None if y is None else rows(y),
+        reset=reset,
+        h0=h0,
+        linear_scan=linear_scan,
+        scan_input_dtype=scan_dtype,
     )
+    return ScanOutput(rows(output), final_state)

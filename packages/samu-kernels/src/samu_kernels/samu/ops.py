@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from samu_kernels.backends import DEFAULT_BACKENDS, check_backend
-from samu_kernels.common.reference import reset_mask
+from samu_kernels.common.reference import reset_mask, swap_layout
 from samu_kernels.controllers import DEFAULT_CONTROLLER
 from samu_kernels.peers import linear_scan_of
 from samu_kernels.samu.naive import samu_naive
@@ -37,6 +37,7 @@ def samu_scan(
     h0: torch.Tensor | None = None,
     backend: str = DEFAULT_BACKENDS["samu"],
     controller: str = DEFAULT_CONTROLLER,
+    channels_first: bool = False,
 ) -> ScanOutput:
     """The SAMU recurrence with its coordinate-wise controller, forward and backward.
 
@@ -54,19 +55,28 @@ def samu_scan(
         backend: a backend name (see :func:`samu_kernels.parse_backend`).
         controller: "fp32_fused_coords" (gates inside the Triton kernel) or "reference"
             (gates in PyTorch, the kernel runs the plain gated scan).
+        channels_first: u, y and the output are [B, R, L] (time contiguous, as
+            ``nn.Conv1d``'s [N, C, L]) instead of [B, L, R]; segment_pos, h0 and the final
+            state keep their shapes. Triton backends then run the channels-first kernels
+            (docs/kernels.md, "Channels-first kernels": the name's chunk, hierarchical,
+            grouped_prefix and fused_write tokens choose between the [B, L, R] kernels and
+            do not apply); the reference and peer backends run on transposed views.
 
     Returns:
-        ScanOutput(output [B, L, R] in u's dtype, final_state [B, R] float32).
+        ScanOutput(output [B, L, R] in u's dtype ([B, R, L] if ``channels_first``),
+        final_state [B, R] float32).
     """
     spec = check_backend("samu", backend, controller)
-    check_sequence("u", u, allow_float64=spec.is_reference)
+    check_sequence("u", u, allow_float64=spec.is_reference, channels_first=channels_first)
     check_sequence_like("y", y, u)
+    # [B, L, R] views of channels-first sequences, for the checks and the PyTorch paths.
+    u_rows, y_rows = (swap_layout(t, channels_first) for t in (u, y))
     for name, channel in (
         ("a_param", a_param),
         ("gate_a_weight", gate_a_weight),
         ("gate_x_weight", gate_x_weight),
     ):
-        check_channel_param(name, channel, u)
+        check_channel_param(name, channel, u_rows)
     for name, scalar in (
         ("gate_a_bias", gate_a_bias),
         ("gate_x_bias", gate_x_bias),
@@ -75,9 +85,9 @@ def samu_scan(
     ):
         check_scalar_param(name, scalar, u)
     if segment_pos is not None:
-        check_segment_pos(segment_pos, u)
+        check_segment_pos(segment_pos, u_rows)
     if h0 is not None:
-        check_initial_state(h0, u)
+        check_initial_state(h0, u_rows)
 
     params = (a_param, gate_a_weight, gate_a_bias, gate_x_weight, gate_x_bias, log_c)
     if spec.is_triton:
@@ -94,19 +104,19 @@ def samu_scan(
                 h0=h0,
                 spec=spec,
                 controller=controller,
+                channels_first=channels_first,
             )
         )
     reset = reset_mask(segment_pos)
     linear_scan, scan_dtype = linear_scan_of(spec, u.dtype)
-    return ScanOutput(
-        *samu_naive(
-            u,
-            y,
-            params,
-            skip,
-            reset=reset,
-            h0=h0,
-            linear_scan=linear_scan,
-            scan_input_dtype=scan_dtype,
-        )
+    output, final_state = samu_naive(
+        u_rows,
+        y_rows,
+        params,
+        skip,
+        reset=reset,
+        h0=h0,
+        linear_scan=linear_scan,
+        scan_input_dtype=scan_dtype,
     )
+    return ScanOutput(swap_layout(output, channels_first), final_state)
