@@ -118,7 +118,7 @@ def test_channels_first_shapes_are_checked_in_their_own_layout(device: torch.dev
 
 def test_time_tile_default_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TIME_TILE_ENV, raising=False)
-    assert time_tile(8192) == TimeTile(channels=1, steps=1024, warps=4)
+    assert time_tile(8192) == TimeTile(channels=1, steps=256, warps=1)
     assert time_tile(37) == TimeTile(channels=1, steps=64, warps=1)
     monkeypatch.setenv(TIME_TILE_ENV, "steps=2048,warps=8")
     assert time_tile(8192) == TimeTile(channels=1, steps=2048, warps=8)

@@ -526,4 +526,7 @@ def test_torch_compile_traces_the_channels_first_scans(architecture: str) -> Non
     for name, grad in grads[0].items():
         assert grad is not None, name
         assert grads[1][name] is not None, name
-        assert relative_error(grads[1][name], grad) <= 1e-5, name
+        # Compiled and eager may round a few bf16 input gradients the other way (2.4e-5
+        # measured for RG-LRU's gate_x_logits on an H100): bf16's resolution, not a bug.
+        tolerance = 1e-5 if grad.dtype == torch.float32 else 1e-4
+        assert relative_error(grads[1][name], grad) <= tolerance, name

@@ -57,11 +57,11 @@ __all__ = [
 TIME_TILE_ENV = "SAMU_KERNELS_TIME_TILE"
 """Environment variable overriding :func:`time_tile`: ``channels=CB,steps=TT,warps=W``
 (any subset; powers of two)."""
-STEPS = 1024
-"""Time steps of a tile: 8 per thread on 4 warps."""
-WARPS = 4
-STEPS_PER_WARP = 256
-"""Fewest steps per warp of a short sequence's tile (shorter tiles take fewer warps)."""
+STEPS = 256
+"""Time steps of a tile: 8 per thread of a one-warp program (H100, 2026-12-07: 0.72-0.84x
+the time of 1,024-step tiles on 4 warps; docs/performance.md, "Channels-first kernels,
+timed")."""
+WARPS = 1
 MIN_STEPS = 16
 
 
@@ -77,10 +77,10 @@ class TimeTile:
 
 def time_tile(length: int) -> TimeTile:
     """The tile for sequences of ``length`` steps, with the ``SAMU_KERNELS_TIME_TILE``
-    override applied: one channel per program, 1024-step tiles (shorter sequences: one tile
-    of the next power of two, at least 16, with a warp per 256 steps)."""
+    override applied: one channel per program, one warp, 256-step tiles (a shorter sequence:
+    one tile of the next power of two, at least 16)."""
     steps = min(STEPS, max(MIN_STEPS, triton.next_power_of_2(length)))
-    values = {"channels": 1, "steps": steps, "warps": max(1, min(WARPS, steps // STEPS_PER_WARP))}
+    values = {"channels": 1, "steps": steps, "warps": WARPS}
     for item in filter(None, os.environ.get(TIME_TILE_ENV, "").split(",")):
         key, _, text = item.partition("=")
         if key not in values or not text.isdigit() or int(text) & (int(text) - 1) or text == "0":
