@@ -7,7 +7,7 @@ import itertools
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -145,6 +145,29 @@ def test_gradients_are_bitwise_deterministic(
         assert torch.equal(value, second[name]), name
 
 
+def assert_compiled_matches_eager(
+    mixer: Callable[..., torch.Tensor],
+    tensors: dict[str, torch.Tensor],
+    *,
+    bf16_tolerance: float = 1e-5,
+) -> None:
+    """Every gradient of ``mixer(**tensors)`` (a loss) compiled with ``fullgraph=True``
+    against eager, to 1e-5 relative (``bf16_tolerance`` for bf16 gradients): Inductor may
+    reduce the parameter-gradient partials in another order than eager torch.sum, so the
+    two agree to rounding, not bit for bit."""
+    compiled = torch.compile(mixer, fullgraph=True)
+    grads = []
+    for fn in (mixer, compiled):
+        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in tensors.items()}
+        torch.autograd.backward(fn(**leaves))
+        grads.append({k: v.grad for k, v in leaves.items()})
+    for name, grad in grads[0].items():
+        assert grad is not None, name
+        assert grads[1][name] is not None, name
+        tolerance = bf16_tolerance if grad.dtype == torch.bfloat16 else 1e-5
+        assert relative_error(grads[1][name], grad) <= tolerance, name
+
+
 @pytest.mark.parametrize("final_state_in_loss", [True, False])
 @pytest.mark.parametrize(
     ("architecture", "backend", "controller"), samu_kernels.REFERENCE_FILE_ROWS
@@ -174,18 +197,7 @@ def test_torch_compile_fullgraph_traces_the_custom_ops(
         loss = (result.output.float() * problem.grad_output).sum()
         return loss + result.final_state.sum() if final_state_in_loss else loss
 
-    compiled = torch.compile(mixer, fullgraph=True)
-    grads = []
-    for fn in (mixer, compiled):
-        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in tensors.items()}
-        torch.autograd.backward(fn(**leaves))
-        grads.append({k: v.grad for k, v in leaves.items()})
-    for name, grad in grads[0].items():
-        assert grad is not None
-        assert grads[1][name] is not None
-        # Inductor may reduce the parameter-gradient partials in another order than
-        # eager torch.sum, so compiled and eager agree to rounding, not bit for bit.
-        assert relative_error(grads[1][name], grad) <= 1e-5, name
+    assert_compiled_matches_eager(mixer, tensors)
 
 
 @pytest.mark.usefixtures("poisoned_buffers")
@@ -517,16 +529,6 @@ def test_torch_compile_traces_the_channels_first_scans(architecture: str) -> Non
         result = scan(**inputs, segment_pos=problem.segment_pos, h0=h0, channels_first=True)
         return (result.output.float() * grad_output).sum() + result.final_state.sum()
 
-    compiled = torch.compile(mixer, fullgraph=True)
-    grads = []
-    for fn in (mixer, compiled):
-        leaves = {k: v.detach().clone().requires_grad_(True) for k, v in tensors.items()}
-        torch.autograd.backward(fn(**leaves))
-        grads.append({k: v.grad for k, v in leaves.items()})
-    for name, grad in grads[0].items():
-        assert grad is not None, name
-        assert grads[1][name] is not None, name
-        # Compiled and eager may round a few bf16 input gradients the other way (2.4e-5
-        # measured for RG-LRU's gate_x_logits on an H100): bf16's resolution, not a bug.
-        tolerance = 1e-5 if grad.dtype == torch.float32 else 1e-4
-        assert relative_error(grads[1][name], grad) <= tolerance, name
+    # Compiled and eager may round a few bf16 input gradients the other way (2.4e-5
+    # measured for RG-LRU's gate_x_logits on an H100): bf16's resolution, not a bug.
+    assert_compiled_matches_eager(mixer, tensors, bf16_tolerance=1e-4)
