@@ -33,14 +33,13 @@ import triton
 import triton.language as tl
 
 from samu_kernels.common.chunk import (
-    GATES_PRECOMPUTED,
-    OUT_H,
-    OUT_Y_H_SKIP,
     accumulate_terms,
     channel_constants,
     gates_of_row,
     input_gradients,
     load_gate_inputs,
+    load_output_inputs,
+    load_skip_input,
     output_grad,
     output_of,
     store_partials,
@@ -160,15 +159,6 @@ def _fold(term, CB: tl.constexpr, TT: tl.constexpr):
 
 
 @triton.jit
-def _skip_input(U, offs, mask, u, GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr):
-    """u for the y*(h + skip*u) output: loaded when the gates are precomputed (the gate modes
-    load it themselves)."""
-    if GATE_MODE == GATES_PRECOMPUTED and OUT_MODE == OUT_Y_H_SKIP:
-        u = tl.load(U + offs, mask=mask, other=0.0).to(tl.float32)
-    return u
-
-
-@triton.jit
 def forward_channels_first_kernel(U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET, H0, OUT,
                                   FINAL, SAVED, L, R, n_tiles,
                                   GATE_MODE: tl.constexpr, OUT_MODE: tl.constexpr,
@@ -196,10 +186,7 @@ def forward_channels_first_kernel(U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET,
             U, GATE_X, GATE_A, RESET, b, t, offs, mask, L, decay_scale, w_a, w_x, b_a, b_x,
             GATE_MODE, SHARED_SFU, HAS_RESETS,
         )  # fmt: skip
-        y = u
-        if OUT_MODE != OUT_H:
-            y = tl.load(Y + offs, mask=mask, other=0.0).to(tl.float32)
-        skip_u = _skip_input(U, offs, mask, u, GATE_MODE, OUT_MODE)
+        y, skip_u = load_output_inputs(U, Y, offs, mask, u, GATE_MODE, OUT_MODE)
         tl.store(SAVED + states * n_tiles + k, h, mask=col_mask)
         hs = _tile_states(x, a, h)
         out = output_of(hs, y, skip_u, skip_u, skip, GATE_MODE, OUT_MODE)
@@ -240,7 +227,7 @@ def backward_channels_first_kernel(U, GATE_X, GATE_A, Y, CHANNEL, SCALARS, RESET
         )  # fmt: skip
         d_out, _y, g = output_grad(Y, GRAD_OUT, offs, mask, OUT_MODE)
         g = tl.where(mask, g, 0.0)
-        skip_u = _skip_input(U, offs, mask, u, GATE_MODE, OUT_MODE)
+        skip_u = load_skip_input(U, offs, mask, u, GATE_MODE, OUT_MODE)
         hs = _tile_states(x, a, tl.load(SAVED + states * n_tiles + k, mask=col_mask, other=0.0))
         gathered, decays, _first_decay = tl.associative_scan(
             (g, tl.full([CB, TT], 1.0, tl.float32), a),
