@@ -11,6 +11,7 @@ import torch
 import samu_kernels
 from samu_kernels.common import launch
 from samu_kernels.common.geometry import TILE_ENV, TMA_STAGES
+from samu_kernels.common.reference import swap_layout
 
 TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 2e-2}
 """Largest relative error ||out - ref|| / ||ref|| accepted per input dtype."""
@@ -137,7 +138,7 @@ def run(
     is transposed to [B, L, R], so that it compares with a [B, L, R] run."""
 
     def layout(tensor: torch.Tensor) -> torch.Tensor:
-        return tensor.transpose(1, 2) if channels_first and tensor.ndim == 3 else tensor
+        return swap_layout(tensor, channels_first and tensor.ndim == 3)
 
     inputs: dict[str, Any] = {
         name: None

@@ -26,6 +26,7 @@ import samu_kernels
 from samu_kernels.benchmark import REFERENCE_SHAPES
 from samu_kernels.common.chunk import FAST_MATH, FAST_MATH_ENV
 from samu_kernels.common.geometry import TILE_ENV
+from samu_kernels.common.reference import swap_layout
 
 pytestmark = [
     pytest.mark.gpu,
@@ -517,12 +518,12 @@ def test_torch_compile_traces_the_channels_first_scans(architecture: str) -> Non
     """Compiled (fullgraph) against eager on [B, R, L] sequences, every gradient."""
     problem = make_problem(architecture, (2, 300, 256), torch.bfloat16, CUDA, resets=True, h0=True)
     tensors = {
-        k: v.transpose(1, 2).contiguous() if v.ndim == 3 else v
+        k: swap_layout(v, v.ndim == 3).contiguous()
         for k, v in problem.tensors.items()
         if v is not None
     }
     h0 = tensors.pop("h0")
-    grad_output = problem.grad_output.transpose(1, 2).float()
+    grad_output = swap_layout(problem.grad_output, True).float()
     scan = samu_kernels.rglru_scan if architecture == "rglru" else samu_kernels.samu_scan
 
     def mixer(**inputs: torch.Tensor) -> torch.Tensor:

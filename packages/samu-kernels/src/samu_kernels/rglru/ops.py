@@ -63,16 +63,15 @@ def rglru_scan(
     check_sequence_like("gate_a_logits", gate_a_logits, u)
     if y is not None:
         check_sequence_like("y", y, u)
-
     # [B, L, R] views of channels-first sequences, for the checks and the PyTorch paths.
-    def rows(sequence: torch.Tensor) -> torch.Tensor:
-        return swap_layout(sequence, channels_first)
-
-    check_channel_param("a_param", a_param, rows(u))
+    u_rows, gate_x_rows, gate_a_rows = (
+        swap_layout(t, channels_first) for t in (u, gate_x_logits, gate_a_logits)
+    )
+    check_channel_param("a_param", a_param, u_rows)
     if segment_pos is not None:
-        check_segment_pos(segment_pos, rows(u))
+        check_segment_pos(segment_pos, u_rows)
     if h0 is not None:
-        check_initial_state(h0, rows(u))
+        check_initial_state(h0, u_rows)
 
     if spec.is_triton:
         # Imported here: triton is optional (Linux only) and the reference needs none.
@@ -94,14 +93,14 @@ def rglru_scan(
     reset = reset_mask(segment_pos)
     linear_scan, scan_dtype = linear_scan_of(spec, u.dtype)
     output, final_state = rglru_naive(
-        rows(u),
-        rows(gate_x_logits),
-        rows(gate_a_logits),
+        u_rows,
+        gate_x_rows,
+        gate_a_rows,
         a_param,
-        y=None if y is None else rows(y),
+        y=None if y is None else swap_layout(y, channels_first),
         reset=reset,
         h0=h0,
         linear_scan=linear_scan,
         scan_input_dtype=scan_dtype,
     )
-    return ScanOutput(rows(output), final_state)
+    return ScanOutput(swap_layout(output, channels_first), final_state)
