@@ -18,6 +18,7 @@ nox.options.reuse_existing_virtualenvs = True
 PACKAGES = ("samu-schema", "samu-kernels", "samu-modules", "samu-bench")
 BENCH_HISTORY = "packages/samu-bench/benchmarks/history"
 GPU_TEST_WORKERS = 4
+MAX_CPU_TEST_WORKERS = 8
 
 
 def sync(session: nox.Session, *groups: str) -> None:
@@ -26,6 +27,16 @@ def sync(session: nox.Session, *groups: str) -> None:
     for group in groups:
         args += ["--group", group]
     session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location})
+
+
+def cpu_test_workers() -> int:
+    """pytest-xdist workers for the CPU tests: one per core this process may use, at most
+    ``MAX_CPU_TEST_WORKERS`` (each worker holds ~1 GB: torch and the Triton interpreter)."""
+    if hasattr(os, "sched_getaffinity"):
+        usable = len(os.sched_getaffinity(0))
+    else:
+        usable = os.cpu_count() or 1
+    return min(usable, MAX_CPU_TEST_WORKERS)
 
 
 @nox.session
@@ -47,7 +58,9 @@ def typecheck(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """CPU tests of every package; Triton kernels run under the interpreter.
 
-    Positional arguments select packages, e.g. ``nox -s tests -- samu-schema``.
+    One pytest-xdist worker per usable core (:func:`cpu_test_workers`), tests handed out by
+    work stealing, since the interpreter's kernel tests take 0.1-40 s each. Positional
+    arguments select packages, e.g. ``nox -s tests -- samu-schema``.
     """
     sync(session, "packages", "tests")
     selected = session.posargs or PACKAGES
@@ -56,7 +69,8 @@ def tests(session: nox.Session) -> None:
         session.error(f"unknown package(s) {unknown}; expected some of {list(PACKAGES)}")
     env = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     paths = [f"packages/{name}/tests" for name in selected]
-    session.run("pytest", "-m", "not gpu", *paths, env=env)
+    workers = ["-n", str(cpu_test_workers()), "--dist", "worksteal"]
+    session.run("pytest", "-m", "not gpu", *workers, *paths, env=env)
 
 
 @nox.session
